@@ -1,0 +1,28 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "QueueData",
+    products: [
+        .library(name: "QueueData", targets: ["QueueData"])
+    ],
+    targets: [
+        // Thread-local storage for the confinement fast path: Swift has no thread-local
+        // variables, and a C `_Thread_local` read is a single instruction.
+        .target(name: "CQueueDataShims"),
+        .target(
+            name: "QueueData",
+            dependencies: ["CQueueDataShims"]
+        ),
+        .executableTarget(
+            name: "TravelImport",
+            dependencies: ["QueueData"],
+            path: "Playgrounds/TravelImport"
+        ),
+        .testTarget(
+            name: "QueueDataTests",
+            dependencies: ["QueueData"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,54 @@
+#ifndef CQUEUEDATA_SHIMS_H
+#define CQUEUEDATA_SHIMS_H
+
+#include <stdint.h>
+
+// Thread-local state for QueueData. Swift cannot declare thread-local variables, and
+// pthread_getspecific costs a library call; these are plain TLS loads once inlined.
+
+/// The confinement token of the innermost context block running on this thread.
+extern _Thread_local const void *_Nullable qd_tls_confinement;
+/// The innermost frame of the chain of context blocks entered on this thread.
+extern _Thread_local const void *_Nullable qd_tls_confinement_frames;
+/// The next attribute slot handed out while a managed object is being constructed.
+extern _Thread_local intptr_t qd_tls_attribute_slot;
+/// The recorder collecting attribute declarations while a model discovers a class.
+extern _Thread_local void *_Nullable qd_tls_attribute_recorder;
+
+static inline const void *_Nullable qd_confinement_current(void) {
+    return qd_tls_confinement;
+}
+
+static inline void qd_confinement_set_current(const void *_Nullable token) {
+    qd_tls_confinement = token;
+}
+
+static inline const void *_Nullable qd_confinement_frames(void) {
+    return qd_tls_confinement_frames;
+}
+
+static inline void qd_confinement_set_frames(const void *_Nullable frames) {
+    qd_tls_confinement_frames = frames;
+}
+
+static inline intptr_t qd_attribute_slot_take(void) {
+    return qd_tls_attribute_slot++;
+}
+
+static inline intptr_t qd_attribute_slot_get(void) {
+    return qd_tls_attribute_slot;
+}
+
+static inline void qd_attribute_slot_set(intptr_t slot) {
+    qd_tls_attribute_slot = slot;
+}
+
+static inline void *_Nullable qd_attribute_recorder_get(void) {
+    return qd_tls_attribute_recorder;
+}
+
+static inline void qd_attribute_recorder_set(void *_Nullable recorder) {
+    qd_tls_attribute_recorder = recorder;
+}
+
+#endif

@@ -1,0 +1,234 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// The objects matching `request`.
+    ///
+    /// Matching objects are registered in the context (the same instance for the same ID);
+    /// rows that do not match are never turned into registered objects.
+    ///
+    /// - Throws: An error thrown while evaluating the predicate; ``StoreError`` if the store
+    ///   was closed.
+    /// - Complexity: O(*n*) predicate evaluations over the entity's rows, plus the sort.
+    /// - Important: Call on the context's queue.
+    public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
+        checkConfined()
+        return try confinement.withMarkedBlock {
+            let objects = try matchingObjects(request)
+            return objects.map { object in
+                if object._state.contains(.detached) {
+                    register(object)
+                }
+                return object
+            }
+        }
+    }
+
+    /// The IDs of the objects matching `request`, without registering any object.
+    ///
+    /// - Important: Call on the context's queue.
+    public func fetchObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID] {
+        checkConfined()
+        return try confinement.withMarkedBlock {
+            try matchingObjects(request).map(\._objectID)
+        }
+    }
+
+    /// The number of objects `request` would return, without registering any object.
+    ///
+    /// - Important: Call on the context's queue.
+    public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
+        checkConfined()
+        return try confinement.withMarkedBlock {
+            if request.predicate == nil {
+                return try countWithoutPredicate(request)
+            }
+            var count = 0
+            try forEachCandidate(request) { _ in
+                count += 1
+                return true
+            }
+            return applyPaging(count: count, request)
+        }
+    }
+
+    // MARK: Evaluation
+
+    /// A match found by the scan: a registered object, or a committed row not yet registered.
+    private enum Candidate {
+        case object(ManagedObject)
+        case row(entityIndex: Int, row: CommittedRow)
+    }
+
+    /// The objects `request` returns, sorted and paged; objects made for committed rows are
+    /// unregistered (`detached`) until the caller registers them.
+    private func matchingObjects<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
+        let sorted = !request.sortDescriptors.isEmpty
+        // Without sorting, the scan can stop once the page is full.
+        let needed = sorted || request.fetchLimit <= 0 ? Int.max : request.fetchOffset + request.fetchLimit
+        var candidates: [Candidate] = []
+        try forEachCandidate(request) { candidate in
+            candidates.append(candidate)
+            return candidates.count < needed
+        }
+        if !sorted {
+            let page = pageRange(count: candidates.count, request)
+            return candidates[page].map { unsafeDowncast(object(for: $0), to: Result.self) }
+        }
+        var objects = candidates.map { unsafeDowncast(object(for: $0), to: Result.self) }
+        objects.sort(using: request.sortDescriptors)
+        return Array(objects[pageRange(count: objects.count, request)])
+    }
+
+    private func object(for candidate: Candidate) -> ManagedObject {
+        switch candidate {
+        case .object(let object): return object
+        case .row(let entityIndex, let row): return makeObject(entityIndex: entityIndex, row: row)
+        }
+    }
+
+    /// Calls `body` with each match in insertion order until it returns `false`.
+    private func forEachCandidate<Result>(
+        _ request: FetchRequest<Result>,
+        _ body: (Candidate) throws -> Bool
+    ) throws {
+        let entityIndexes = self.entityIndexes(for: request)
+        let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
+        let predicate = request.predicate
+        for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
+            let registered = registry[entityIndex]
+            // Unregistered rows are matched through one reusable object, so rows that do not
+            // match never allocate anything.
+            var scratch: ManagedObject?
+            func matchesCommitted(_ row: CommittedRow) throws -> Bool {
+                guard let predicate else { return true }
+                let probe: ManagedObject
+                if let scratch {
+                    scratch._load(row.values)
+                    probe = scratch
+                } else {
+                    probe = makeObject(entityIndex: entityIndex, row: row)
+                    scratch = probe
+                }
+                return try predicate.evaluate(unsafeDowncast(probe, to: Result.self))
+            }
+            var keepGoing = true
+            try snapshot.forEachLiveRow { row in
+                guard keepGoing else { return }
+                if let object = registered[row.primaryKey] {
+                    if request.includesPendingChanges {
+                        guard !object._state.contains(.deleted) else { return }
+                        if try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true {
+                            keepGoing = try body(.object(object))
+                        }
+                    } else if try matchesCommitted(row) {
+                        keepGoing = try body(.object(object))
+                    }
+                } else if try matchesCommitted(row) {
+                    keepGoing = try body(.row(entityIndex: entityIndex, row: row))
+                }
+            }
+            guard keepGoing else { return }
+        }
+        guard request.includesPendingChanges else { return }
+        let entitySet = Set(entityIndexes)
+        for object in pendingInserts where Self.isPendingInsert(object) {
+            guard entitySet.contains(object._objectID.key.entityIndex!) else { continue }
+            if try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true {
+                guard try body(.object(object)) else { return }
+            }
+        }
+    }
+
+    private func countWithoutPredicate<Result>(_ request: FetchRequest<Result>) throws -> Int {
+        let entityIndexes = self.entityIndexes(for: request)
+        let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
+        var count = snapshots.reduce(0) { $0 + $1.liveCount }
+        if request.includesPendingChanges {
+            let entitySet = Set(entityIndexes)
+            for object in pendingInserts where Self.isPendingInsert(object) {
+                if entitySet.contains(object._objectID.key.entityIndex!) {
+                    count += 1
+                }
+            }
+            // Pending deletes only count if their row is still committed (a merge may not
+            // have arrived yet for a row another context deleted).
+            for object in pendingDeletes where Self.isPendingDelete(object) {
+                let index = object._objectID.key.entityIndex!
+                if entitySet.contains(index),
+                    let position = entityIndexes.firstIndex(of: index),
+                    snapshots[position].contains(primaryKey: object._objectID.rawValue)
+                {
+                    count -= 1
+                }
+            }
+        }
+        return applyPaging(count: count, request)
+    }
+
+    private func entityIndexes<Result>(for request: FetchRequest<Result>) -> [Int] {
+        let indexes: [Int]
+        if let entityName = request.entityName {
+            indexes = model.entityIndexes(named: entityName, includingSubentities: request.includesSubentities)
+            guard !indexes.isEmpty else {
+                fatalError("QueueData: the model has no entity named '\(entityName)'.")
+            }
+            for index in indexes where !model.entities[index].isKind(of: Result.self) && Result.self != ManagedObject.self {
+                fatalError(
+                    "QueueData: a FetchRequest<\(Result.self)> cannot fetch '\(entityName)', whose objects are "
+                        + "\(model.entities[index].managedObjectClass); use FetchRequest<ManagedObject>.")
+            }
+        } else {
+            indexes = model.entityIndexes(for: Result.self, includingSubentities: request.includesSubentities)
+            guard !indexes.isEmpty else {
+                fatalError(
+                    "QueueData: \(Result.self) is not an entity of this context's model (nor a superclass "
+                        + "of one); add it to your ContextManagerDelegate's managedObjectModel.")
+            }
+        }
+        return indexes
+    }
+
+    private func pageRange<Result>(count: Int, _ request: FetchRequest<Result>) -> Range<Int> {
+        let start = Swift.min(Swift.max(request.fetchOffset, 0), count)
+        let end = request.fetchLimit > 0 ? Swift.min(start + request.fetchLimit, count) : count
+        return start..<end
+    }
+
+    private func applyPaging<Result>(count: Int, _ request: FetchRequest<Result>) -> Int {
+        pageRange(count: count, request).count
+    }
+}
+
+extension TableSnapshot {
+    /// Whether a live row with `primaryKey` exists.
+    func contains(primaryKey: Int64) -> Bool {
+        for chunk in chunks {
+            guard let first = chunk.first, let last = chunk.last,
+                first.primaryKey <= primaryKey, primaryKey <= last.primaryKey
+            else { continue }
+            var low = 0
+            var high = chunk.count
+            while low < high {
+                let middle = (low + high) / 2
+                if chunk[middle].primaryKey == primaryKey {
+                    return !chunk[middle].isDeleted
+                } else if chunk[middle].primaryKey < primaryKey {
+                    low = middle + 1
+                } else {
+                    high = middle
+                }
+            }
+            return false
+        }
+        return false
+    }
+}
+
+extension ManagedObject {
+    /// Replaces the row of a scratch object used to evaluate predicates on committed rows.
+    final func _load(_ values: [StoredValue]) {
+        values.withUnsafeBufferPointer { buffer in
+            _values.update(from: buffer.baseAddress!, count: buffer.count)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Posted by a context on its queue after each successful save; `object` is the context
+    /// and `userInfo[SaveChanges.userInfoKey]` the ``SaveChanges``.
+    public static let didSaveNotification = Notification.Name("QueueData.ManagedObjectContextDidSave")
+
+    /// Posted by a context on its queue after it merged another context's save; `object` is
+    /// the context and `userInfo[ObjectsDidChange.userInfoKey]` the ``ObjectsDidChange``.
+    public static let objectsDidChangeNotification = Notification.Name("QueueData.ManagedObjectContextObjectsDidChange")
+
+    /// Registers the observer that merges saves of other contexts of the same coordinator.
+    ///
+    /// The observer runs on the poster's thread: it only extracts the `Sendable` payload and
+    /// hops to this context's queue. It holds the context weakly, and `deinit` removes it.
+    func startObservingSaves() {
+        let coordinatorIdentifier = coordinator.identifier
+        observer = NotificationCenter.default.addObserver(
+            forName: Self.didSaveNotification, object: nil, queue: nil
+        ) { [weak self] notification in
+            guard let changes = SaveChanges(notification),
+                changes.coordinatorIdentifier == coordinatorIdentifier,
+                let self, (notification.object as AnyObject?) !== self
+            else { return }
+            self.queue.async { [weak self] in
+                guard let self, self.confinement.isValid else { return }
+                self.confinement.withMarkedBlock {
+                    if self.mergesAutomaticallyValue {
+                        self.merge(changes)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Merges a save of another context into this one (when automatic merging is off).
+    ///
+    /// Updated objects take the new committed values of the attributes they have not changed
+    /// locally (local unsaved edits stay); deleted objects leave the context; inserted objects
+    /// become fetchable. Saves older than what the context already has are ignored, so merges
+    /// may arrive in any order. Posts ``objectsDidChangeNotification``.
+    ///
+    /// - Parameter notification: A ``didSaveNotification``; other notifications are ignored.
+    /// - Important: Call on the context's queue.
+    public func mergeChanges(fromContextDidSave notification: Notification) {
+        checkConfined()
+        guard let changes = SaveChanges(notification) else { return }
+        confinement.withMarkedBlock {
+            merge(changes)
+        }
+    }
+
+    func merge(_ changes: SaveChanges) {
+        var updated = Set<ObjectID>()
+        for (objectID, row) in changes.updated {
+            guard let entityIndex = entityIndex(of: objectID),
+                let object = registry[entityIndex][objectID.rawValue],
+                row.version > object._snapshotVersion
+            else { continue }
+            object._apply(row, keepingLocalChanges: true)
+            updated.insert(objectID)
+        }
+        var deleted = Set<ObjectID>()
+        for objectID in changes.deleted {
+            guard let entityIndex = entityIndex(of: objectID),
+                let object = registry[entityIndex][objectID.rawValue]
+            else { continue }
+            unregister(object)
+            object._state = [.deleted, .detached]
+            deleted.insert(objectID)
+        }
+        let payload = ObjectsDidChange(inserted: Set(changes.inserted), updated: updated, deleted: deleted)
+        NotificationCenter.default.post(
+            name: Self.objectsDidChangeNotification, object: self, userInfo: [ObjectsDidChange.userInfoKey: payload])
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Commits the context's inserts, updates and deletes to the store, durably.
+    ///
+    /// Validates every inserted and updated object first (``ManagedObject/validateForSave()``).
+    /// When it returns, the changes are committed: inserted objects have permanent IDs,
+    /// deleted objects have left the context, and ``didSaveNotification`` has been posted, so
+    /// that every other context of the manager merges the save on its own queue. Saving
+    /// without changes does nothing.
+    ///
+    /// - Throws: ``ValidationError`` listing every invalid object and property;
+    ///   ``MergeConflictError`` when an object it updates was deleted by another save;
+    ///   ``StoreError`` when the store cannot commit. On failure nothing is written and the
+    ///   context keeps all its changes, to fix and save again, or roll back.
+    /// - Important: Call on the context's queue.
+    public func save() throws {
+        checkConfined()
+        try confinement.withMarkedBlock {
+            try performSave()
+        }
+    }
+
+    private func performSave() throws {
+        let inserts = pendingInserts.filter(Self.isPendingInsert)
+        let updates = pendingUpdates.filter(Self.isPendingUpdate)
+        let deletes = pendingDeletes.filter(Self.isPendingDelete)
+        guard !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty else {
+            clearPendingChanges()
+            return
+        }
+        try validate(inserts + updates)
+
+        var request = SaveRequest()
+        request.inserts.reserveCapacity(inserts.count)
+        for object in inserts {
+            let count = object.entity.attributes.count
+            request.inserts.append(
+                SaveRequest.Insert(
+                    entityIndex: object._objectID.key.entityIndex!,
+                    values: Array(UnsafeBufferPointer(start: object._values, count: count))))
+        }
+        var savedUpdates: [ManagedObject] = []
+        for object in updates {
+            guard let snapshot = object._snapshot else { continue }
+            var slots: [Int] = []
+            var values: [StoredValue] = []
+            for slot in 0..<snapshot.count where object._values[slot] != snapshot[slot] {
+                slots.append(slot)
+                values.append(object._values[slot])
+            }
+            guard !slots.isEmpty else { continue }
+            savedUpdates.append(object)
+            request.updates.append(
+                SaveRequest.Update(
+                    entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue,
+                    baseVersion: object._snapshotVersion, changedSlots: slots, changedValues: values))
+        }
+        for object in deletes {
+            request.deletes.append(
+                SaveRequest.Delete(
+                    entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue,
+                    baseVersion: object._snapshotVersion))
+        }
+        if request.isEmpty {
+            // Only updates that were undone by setting the old values back.
+            for object in updates {
+                object._state.remove(.updated)
+            }
+            clearPendingChanges()
+            return
+        }
+
+        let coordinator = self.coordinator
+        let outcome = try coordinator.queue.sync { try coordinator.commit(request) }
+
+        // Committed: bring the objects up to date.
+        var insertedIDs: [ObjectID] = []
+        insertedIDs.reserveCapacity(inserts.count)
+        for (object, row) in zip(inserts, outcome.inserted) {
+            let entityIndex = object._objectID.key.entityIndex!
+            registry[entityIndex][object._objectID.rawValue] = nil
+            let permanentID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
+            object._objectID = permanentID
+            registry[entityIndex][row.primaryKey] = object
+            object._snapshot = row.values
+            object._snapshotVersion = row.version
+            object._state = []
+            insertedIDs.append(permanentID)
+        }
+        var updatedRows: [(ObjectID, CommittedRow)] = []
+        updatedRows.reserveCapacity(savedUpdates.count)
+        for (object, row) in zip(savedUpdates, outcome.updated) {
+            // The committed row also carries other contexts' changes to attributes this one
+            // did not touch: take them, as a merge would.
+            object._load(row.values)
+            object._snapshot = row.values
+            object._snapshotVersion = row.version
+            object._state.remove(.updated)
+            updatedRows.append((object._objectID, row))
+        }
+        for object in updates {
+            object._state.remove(.updated)
+        }
+        var deletedIDs: [ObjectID] = []
+        deletedIDs.reserveCapacity(deletes.count)
+        for object in deletes {
+            unregister(object)
+            object._state = [.deleted, .detached]
+            deletedIDs.append(object._objectID)
+        }
+        clearPendingChanges()
+
+        let changes = SaveChanges(
+            coordinatorIdentifier: coordinator.identifier, inserted: insertedIDs, updated: updatedRows,
+            deleted: deletedIDs)
+        NotificationCenter.default.post(
+            name: Self.didSaveNotification, object: self, userInfo: [SaveChanges.userInfoKey: changes])
+    }
+
+    private func validate(_ objects: [ManagedObject]) throws {
+        var failures: [ValidationError.Failure] = []
+        for object in objects {
+            do {
+                try object.validateForSave()
+            } catch let error as ValidationError {
+                for failure in error.failures {
+                    var failure = failure
+                    if failure.objectID == nil {
+                        failure.objectID = object._objectID
+                    }
+                    if failure.entityName.isEmpty {
+                        failure.entityName = object.entity.name
+                    }
+                    failures.append(failure)
+                }
+            } catch {
+                failures.append(
+                    ValidationError.Failure(
+                        objectID: object._objectID, entityName: object.entity.name, property: nil,
+                        reason: String(describing: error)))
+            }
+        }
+        if !failures.isEmpty {
+            throw ValidationError(failures: failures)
+        }
+    }
+
+    private func clearPendingChanges() {
+        pendingInserts.removeAll()
+        pendingUpdates.removeAll()
+        pendingDeletes.removeAll()
+    }
+
+    /// Discards every unsaved change: inserted objects leave the context, deleted ones are
+    /// restored, and updated ones take their committed values back.
+    ///
+    /// - Important: Call on the context's queue.
+    public func rollback() {
+        checkConfined()
+        for object in pendingInserts where Self.isPendingInsert(object) {
+            unregister(object)
+            object._state = [.detached]
+        }
+        for object in pendingUpdates + pendingDeletes where !object._state.contains(.detached) {
+            if let snapshot = object._snapshot {
+                object._load(snapshot)
+            }
+            object._state = []
+        }
+        clearPendingChanges()
+    }
+
+    /// Discards every unsaved change and forgets every registered object.
+    ///
+    /// Objects fetched before stay readable but leave the context: setting their attributes
+    /// traps. Fetch again (or use ``object(with:)``) to get fresh instances.
+    ///
+    /// - Important: Call on the context's queue.
+    public func reset() {
+        checkConfined()
+        rollback()
+        for entityObjects in registry {
+            for object in entityObjects.values {
+                object._state = [.detached]
+            }
+        }
+        registry = Array(repeating: [:], count: registry.count)
+    }
+
+    /// Updates `object` with its committed values from the store.
+    ///
+    /// - Parameters:
+    ///   - object: A registered object of this context. Inserted objects have no committed
+    ///     values and are left alone.
+    ///   - mergeChanges: When `true`, unsaved changes to the object's attributes are kept
+    ///     (applied on top of the committed values); when `false`, they are discarded. A
+    ///     pending deletion is kept either way.
+    ///
+    /// If another context deleted the object, it leaves this context (as a merge would do).
+    ///
+    /// - Important: Call on the context's queue.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        checkConfined()
+        guard object._confinement === confinement else {
+            fatalError(
+                "QueueData: refresh(_:mergeChanges:) was called on context '\(name)' with an object of "
+                    + "another context ('\(object._confinement.contextName)').")
+        }
+        let state = object._state
+        guard !state.contains(.detached), !state.contains(.inserted) else { return }
+        let entityIndex = object._objectID.key.entityIndex!
+        let key = object._objectID.rawValue
+        let coordinator = self.coordinator
+        let row = try? coordinator.queue.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
+        guard let row = row ?? nil else {
+            unregister(object)
+            object._state = [.deleted, .detached]
+            return
+        }
+        object._apply(row, keepingLocalChanges: mergeChanges)
+        if !mergeChanges {
+            object._state.remove(.updated)
+        }
+    }
+}
+
+extension ManagedObject {
+    /// Takes a newer committed row: attributes changed locally keep their values when
+    /// `keepingLocalChanges`, the others take the committed ones.
+    final func _apply(_ row: CommittedRow, keepingLocalChanges: Bool) {
+        let count = entity.attributes.count
+        if keepingLocalChanges, let old = _snapshot {
+            for slot in 0..<count where _values[slot] == old[slot] {
+                _values[slot] = row.values[slot]
+            }
+        } else {
+            _load(row.values)
+        }
+        _snapshot = row.values
+        _snapshotVersion = row.version
+        if _state.contains(.updated) && !(0..<count).contains(where: { _values[$0] != row.values[$0] }) {
+            _state.remove(.updated)
+        }
+    }
+}

@@ -1,0 +1,321 @@
+import Dispatch
+import Foundation
+
+/// A scratchpad of managed objects confined to one serial `DispatchQueue`.
+///
+/// Get one from ``ContextManager``: ``ContextManager/createContext(for:)`` hands out one
+/// context per queue. A context is only ever touched on its queue: every method and every
+/// property of its objects checks that and traps otherwise. From elsewhere, enter it with
+/// ``perform(_:)-(()->Void)``, ``performAndWait(_:)`` or ``perform(_:)-(()->T)`` (async);
+/// ``queue`` is the one property readable from anywhere.
+///
+/// Changes stay in the context until ``save()`` commits them through the coordinator;
+/// the context then posts ``didSaveNotification``, and every other context of the same
+/// manager merges the save asynchronously on its own queue.
+///
+/// `@unchecked Sendable`: references to a context may cross threads (to call `perform`),
+/// but all of its mutable state is touched only on `queue`, which every entry point checks.
+public final class ManagedObjectContext: @unchecked Sendable {
+    /// The serial queue the context is confined to.
+    public let queue: DispatchQueue
+    /// The context's name, used in trap messages (the queue's label unless given).
+    public let name: String
+
+    let confinement: QueueConfinement
+    let coordinator: StoreCoordinator
+    let model: ManagedObjectModel
+    private let onDeinit: @Sendable () -> Void
+    var observer: (any NSObjectProtocol)?
+
+    // Everything below is confined to `queue`.
+
+    /// The identity map: registered objects of each entity by primary key (temporary IDs
+    /// by their negative key).
+    var registry: [[Int64: ManagedObject]]
+    /// Objects inserted, updated and deleted since the last save. An entry is current only
+    /// while the object's state still says so (see the computed sets).
+    var pendingInserts: [ManagedObject] = []
+    var pendingUpdates: [ManagedObject] = []
+    var pendingDeletes: [ManagedObject] = []
+    var mergesAutomaticallyValue = true
+
+    init(
+        queue: DispatchQueue,
+        name: String?,
+        coordinator: StoreCoordinator,
+        onDeinit: @escaping @Sendable () -> Void
+    ) {
+        let name = name ?? (queue.label.isEmpty ? "unnamed" : queue.label)
+        self.queue = queue
+        self.name = name
+        self.coordinator = coordinator
+        self.model = coordinator.model
+        self.onDeinit = onDeinit
+        self.confinement = QueueConfinement(queue: queue, contextName: name)
+        self.registry = Array(repeating: [:], count: coordinator.model.entities.count)
+        confinement.context = self
+        startObservingSaves()
+    }
+
+    deinit {
+        if let observer {
+            NotificationCenter.default.removeObserver(observer)
+        }
+        if confinement.isValid {
+            confinement.invalidate(.contextDeallocated)
+        }
+        // Objects that outlive the context keep their rows, but every access traps.
+        onDeinit()
+    }
+
+    /// Invalidates the context: later use traps, naming `reason`.
+    func invalidate(_ reason: QueueConfinement.State) {
+        confinement.invalidate(reason)
+    }
+
+    @inline(__always)
+    func checkConfined() {
+        confinement.check("ManagedObjectContext '\(name)'")
+    }
+
+    // MARK: Settings
+
+    /// Whether saves of other contexts of the same manager are merged into this one
+    /// (default `true`). When `false`, call ``mergeChanges(fromContextDidSave:)`` yourself.
+    ///
+    /// - Important: Call on the context's queue.
+    public var automaticallyMergesChangesFromOtherContexts: Bool {
+        get {
+            checkConfined()
+            return mergesAutomaticallyValue
+        }
+        set {
+            checkConfined()
+            mergesAutomaticallyValue = newValue
+        }
+    }
+
+    // MARK: Change tracking
+
+    /// Whether the context has unsaved inserts, updates or deletes.
+    ///
+    /// - Important: Call on the context's queue.
+    public var hasChanges: Bool {
+        checkConfined()
+        return pendingInserts.contains(where: Self.isPendingInsert)
+            || pendingUpdates.contains(where: Self.isPendingUpdate)
+            || pendingDeletes.contains(where: Self.isPendingDelete)
+    }
+
+    /// The objects inserted since the last save.
+    ///
+    /// - Important: Call on the context's queue.
+    public var insertedObjects: Set<ManagedObject> {
+        checkConfined()
+        return Set(pendingInserts.lazy.filter(Self.isPendingInsert))
+    }
+
+    /// The saved objects changed since the last save (not counting inserted or deleted ones).
+    ///
+    /// - Important: Call on the context's queue.
+    public var updatedObjects: Set<ManagedObject> {
+        checkConfined()
+        return Set(pendingUpdates.lazy.filter(Self.isPendingUpdate))
+    }
+
+    /// The objects the next save will delete.
+    ///
+    /// - Important: Call on the context's queue.
+    public var deletedObjects: Set<ManagedObject> {
+        checkConfined()
+        return Set(pendingDeletes.lazy.filter(Self.isPendingDelete))
+    }
+
+    /// Every object the context holds.
+    ///
+    /// - Important: Call on the context's queue.
+    public var registeredObjects: Set<ManagedObject> {
+        checkConfined()
+        var objects = Set<ManagedObject>()
+        for entityObjects in registry {
+            objects.formUnion(entityObjects.values)
+        }
+        return objects
+    }
+
+    static func isPendingInsert(_ object: ManagedObject) -> Bool {
+        object._state.contains(.inserted) && !object._state.contains(.detached)
+    }
+
+    static func isPendingUpdate(_ object: ManagedObject) -> Bool {
+        let state = object._state
+        return state.contains(.updated) && !state.contains(.inserted) && !state.contains(.deleted)
+            && !state.contains(.detached)
+    }
+
+    static func isPendingDelete(_ object: ManagedObject) -> Bool {
+        object._state.contains(.deleted) && !object._state.contains(.detached)
+    }
+
+    /// Called by an object on its first change since it was fetched or saved.
+    func _registerUpdated(_ object: ManagedObject) {
+        pendingUpdates.append(object)
+    }
+
+    // MARK: Inserting and deleting
+
+    /// Inserts a new object of `type`, with its attributes' default values and a temporary ID,
+    /// and calls its ``ManagedObject/awakeFromInsert()``.
+    ///
+    /// Traps if `type` is not an entity of the manager's model.
+    ///
+    /// - Important: Call on the context's queue.
+    @discardableResult
+    public func insert<Object: ManagedObject>(_ type: Object.Type) -> Object {
+        checkConfined()
+        guard let entityIndex = model.entityIndexesByClass[ObjectIdentifier(type)] else {
+            fatalError(
+                "QueueData: \(type) is not an entity of this context's model; add it to your "
+                    + "ContextManagerDelegate's managedObjectModel.")
+        }
+        return unsafeDowncast(insertObject(entityIndex: entityIndex), to: Object.self)
+    }
+
+    /// Inserts a new object of the entity named `entityName` (for entities described without
+    /// a subclass, or when the entity is only known by name).
+    ///
+    /// Traps if the model has no such entity.
+    ///
+    /// - Important: Call on the context's queue.
+    @discardableResult
+    public func insert(entityName: String) -> ManagedObject {
+        checkConfined()
+        guard let entityIndex = model.entityIndexes[entityName] else {
+            fatalError("QueueData: the model has no entity named '\(entityName)'.")
+        }
+        return insertObject(entityIndex: entityIndex)
+    }
+
+    private func insertObject(entityIndex: Int) -> ManagedObject {
+        let entity = model.entities[entityIndex]
+        let objectID = ObjectID.temporary(for: coordinator.entityKeys[entityIndex])
+        let object = ManagedObject._make(
+            entity: entity, confinement: confinement, objectID: objectID, values: nil, snapshot: nil,
+            snapshotVersion: 0)
+        object._state = [.inserted]
+        registry[entityIndex][objectID.rawValue] = object
+        pendingInserts.append(object)
+        confinement.withMarkedBlock {
+            object.awakeFromInsert()
+        }
+        return object
+    }
+
+    /// Marks `object` for deletion at the next save; deleting an object inserted since the
+    /// last save simply discards it.
+    ///
+    /// Traps if the object belongs to another context.
+    ///
+    /// - Important: Call on the context's queue.
+    public func delete(_ object: ManagedObject) {
+        checkConfined()
+        guard object._confinement === confinement else {
+            fatalError(
+                "QueueData: delete(_:) was called on context '\(name)' with a \(object.entity.name) object "
+                    + "of another context ('\(object._confinement.contextName)'). Get this context's "
+                    + "instance with object(with: objectID) first.")
+        }
+        let state = object._state
+        if state.contains(.detached) || state.contains(.deleted) {
+            return
+        }
+        if state.contains(.inserted) {
+            unregister(object)
+            object._state = [.deleted, .detached]
+            return
+        }
+        object._state.insert(.deleted)
+        pendingDeletes.append(object)
+    }
+
+    // MARK: Looking up objects by ID
+
+    /// The object with `objectID`: the registered instance, or one loaded from the store.
+    /// `nil` if no such object exists (never saved, deleted, or from another store).
+    ///
+    /// - Important: Call on the context's queue.
+    public func object(with objectID: ObjectID) -> ManagedObject? {
+        checkConfined()
+        guard let entityIndex = entityIndex(of: objectID) else { return nil }
+        if let registered = registry[entityIndex][objectID.rawValue] {
+            return registered
+        }
+        guard !objectID.isTemporaryID else { return nil }
+        let row = try? coordinator.queue.sync {
+            try coordinator.committedRow(entityIndex: entityIndex, primaryKey: objectID.rawValue)
+        }
+        guard let row = row ?? nil else { return nil }
+        return register(makeObject(entityIndex: entityIndex, row: row))
+    }
+
+    /// The object with `objectID`, as `type`.
+    ///
+    /// - Throws: ``ContextError`` `.objectNotFound` when no such object exists (never saved,
+    ///   deleted, from another store), `.wrongType` when it is not a `type`.
+    /// - Important: Call on the context's queue.
+    public func existingObject<Object: ManagedObject>(
+        with objectID: ObjectID,
+        as type: Object.Type = Object.self
+    ) throws -> Object {
+        guard let object = object(with: objectID) else {
+            throw ContextError(
+                .objectNotFound,
+                "No \(objectID.entityName) object with ID \(objectID) exists in context '\(name)'"
+                    + (objectID.isTemporaryID ? " (a temporary ID: save its context first)." : "."),
+                objectID: objectID)
+        }
+        guard let typed = object as? Object else {
+            throw ContextError(
+                .wrongType, "\(objectID) is a \(Swift.type(of: object)), not a \(Object.self).", objectID: objectID)
+        }
+        return typed
+    }
+
+    // MARK: Registration
+
+    /// The entity index of an ID of this context's store, or `nil`.
+    func entityIndex(of objectID: ObjectID) -> Int? {
+        let key = objectID.key
+        if let index = key.entityIndex, index < coordinator.entityKeys.count, coordinator.entityKeys[index] === key {
+            return index
+        }
+        guard key.storeIdentifier == coordinator.storeIdentifier else { return nil }
+        return model.entityIndexes[key.entityName]
+    }
+
+    /// An unregistered object holding a committed row (readable, not writable).
+    func makeObject(entityIndex: Int, row: CommittedRow) -> ManagedObject {
+        let object = ManagedObject._make(
+            entity: model.entities[entityIndex], confinement: confinement,
+            objectID: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey),
+            values: row.values, snapshot: row.values, snapshotVersion: row.version)
+        object._state = [.detached]
+        return object
+    }
+
+    /// Registers an object made by `makeObject`.
+    @discardableResult
+    func register(_ object: ManagedObject) -> ManagedObject {
+        object._state = []
+        let index = object._objectID.key.entityIndex!
+        registry[index][object._objectID.rawValue] = object
+        return object
+    }
+
+    func unregister(_ object: ManagedObject) {
+        guard let index = object._objectID.key.entityIndex else { return }
+        if registry[index][object._objectID.rawValue] === object {
+            registry[index][object._objectID.rawValue] = nil
+        }
+    }
+}

@@ -1,0 +1,132 @@
+/// A committed row with the version optimistic locking compares.
+struct CommittedRow: Sendable {
+    var primaryKey: Int64
+    /// Starts at 1 and grows by one with each committed update; 0 marks a deleted row.
+    var version: Int64
+    var values: [StoredValue]
+
+    var isDeleted: Bool { version == 0 }
+}
+
+/// The committed rows of one entity, in primary-key order.
+///
+/// Rows live in fixed-size chunks so that a snapshot (what a fetch iterates) is a copy of
+/// the chunk list, and the next commit copies only the chunks it touches. Deleted rows stay
+/// as tombstones until there are more of them than live rows. Lookups by primary key are
+/// binary searches: keys only grow, so appending keeps the order.
+struct EntityTable: Sendable {
+    static let chunkCapacity = 1024
+
+    private(set) var chunks: [[CommittedRow]] = []
+    private(set) var liveCount = 0
+    private var storedCount = 0
+    /// The next primary key to hand out.
+    var nextPrimaryKey: Int64 = 1
+
+    /// The rows as they are now, unaffected by later commits.
+    var snapshot: TableSnapshot {
+        TableSnapshot(chunks: chunks, liveCount: liveCount)
+    }
+
+    /// The live row with `primaryKey`, if any.
+    func row(for primaryKey: Int64) -> CommittedRow? {
+        guard let position = position(of: primaryKey) else { return nil }
+        let row = self[position]
+        return row.isDeleted ? nil : row
+    }
+
+    /// Appends a row whose key is greater than every key in the table.
+    mutating func append(_ row: CommittedRow) {
+        precondition(storedCount == 0 || self[storedCount - 1].primaryKey < row.primaryKey)
+        if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkCapacity {
+            chunks.append([])
+            chunks[chunks.count - 1].reserveCapacity(Self.chunkCapacity)
+        }
+        chunks[chunks.count - 1].append(row)
+        storedCount += 1
+        liveCount += 1
+        nextPrimaryKey = Swift.max(nextPrimaryKey, row.primaryKey + 1)
+    }
+
+    /// Replaces the live row with `row.primaryKey`.
+    mutating func replace(with row: CommittedRow) {
+        guard let position = position(of: row.primaryKey), !self[position].isDeleted else {
+            preconditionFailure("QueueData: no committed row \(row.primaryKey) to replace")
+        }
+        self[position] = row
+    }
+
+    /// Deletes the live row with `primaryKey`; returns whether there was one.
+    @discardableResult
+    mutating func remove(_ primaryKey: Int64) -> Bool {
+        guard let position = position(of: primaryKey), !self[position].isDeleted else { return false }
+        self[position] = CommittedRow(primaryKey: primaryKey, version: 0, values: [])
+        liveCount -= 1
+        compactIfNeeded()
+        return true
+    }
+
+    /// Builds a table from rows in any order.
+    init<Rows: Sequence>(rows: Rows, nextPrimaryKey: Int64) where Rows.Element == CommittedRow {
+        for row in rows.sorted(by: { $0.primaryKey < $1.primaryKey }) {
+            append(row)
+        }
+        self.nextPrimaryKey = Swift.max(self.nextPrimaryKey, nextPrimaryKey)
+    }
+
+    init() {}
+
+    private subscript(position: Int) -> CommittedRow {
+        get { chunks[position / Self.chunkCapacity][position % Self.chunkCapacity] }
+        set { chunks[position / Self.chunkCapacity][position % Self.chunkCapacity] = newValue }
+    }
+
+    private func position(of primaryKey: Int64) -> Int? {
+        var low = 0
+        var high = storedCount
+        while low < high {
+            let middle = (low + high) / 2
+            let key = self[middle].primaryKey
+            if key == primaryKey {
+                return middle
+            } else if key < primaryKey {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        return nil
+    }
+
+    /// Drops tombstones once they outnumber live rows (and fill at least a chunk), so that
+    /// scans stay proportional to the live data.
+    private mutating func compactIfNeeded() {
+        let tombstones = storedCount - liveCount
+        guard tombstones >= Self.chunkCapacity, tombstones > liveCount else { return }
+        let live = chunks.joined().filter { !$0.isDeleted }
+        let next = nextPrimaryKey
+        self = EntityTable()
+        for row in live {
+            append(row)
+        }
+        nextPrimaryKey = next
+    }
+}
+
+/// An immutable view of an entity's committed rows at one moment.
+struct TableSnapshot: Sendable {
+    let chunks: [[CommittedRow]]
+    let liveCount: Int
+
+    static let empty = TableSnapshot(chunks: [], liveCount: 0)
+
+    /// Calls `body` with every live row, in primary-key order.
+    @inline(__always)
+    func forEachLiveRow(_ body: (CommittedRow) throws -> Void) rethrows {
+        for chunk in chunks {
+            for row in chunk where !row.isDeleted {
+                try body(row)
+            }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import Dispatch
+import Foundation
+
+/// Owns a store and its committed rows; commits the contexts' saves one at a time.
+///
+/// Every method runs on the coordinator's private serial queue (contexts call in with
+/// `queue.sync`), which serializes saves and makes conflict checks and commits one step:
+/// no other save can slip in between.
+///
+/// `@unchecked Sendable`: the mutable state (`tables`, `store`, `isClosed`) is only touched
+/// on `queue`; everything else is immutable after `init`.
+final class StoreCoordinator: @unchecked Sendable {
+    let queue: DispatchQueue
+    /// Identifies this coordinator in save notifications, so that only its contexts merge them.
+    let identifier = UUID()
+    let model: ManagedObjectModel
+    let storeIdentifier: UUID
+    /// One key per entity, shared by all its object IDs.
+    let entityKeys: [EntityKey]
+
+    private var store: (any PersistentStore)?
+    private var tables: [EntityTable]
+
+    /// Opens `store` for `model` and loads its rows.
+    ///
+    /// - Throws: ``StoreError`` if the store cannot be opened, is incompatible with the
+    ///   model, or holds rows that do not fit its schema. The store is closed again on failure.
+    init(model: ManagedObjectModel, store: any PersistentStore, label: String) throws {
+        self.queue = DispatchQueue(label: "QueueData.StoreCoordinator.\(label)")
+        self.model = model
+        let contents = try store.open(for: model)
+        do {
+            self.tables = try Self.loadTables(contents, model: model)
+        } catch {
+            store.close()
+            throw error
+        }
+        self.store = store
+        self.storeIdentifier = contents.metadata.storeIdentifier
+        self.entityKeys = model.entities.enumerated().map { index, entity in
+            EntityKey(entityName: entity.name, storeIdentifier: contents.metadata.storeIdentifier, entityIndex: index)
+        }
+    }
+
+    private static func loadTables(_ contents: StoreContents, model: ManagedObjectModel) throws -> [EntityTable] {
+        guard contents.metadata.versionHash == model.versionHash else {
+            throw StoreError(
+                .incompatibleModel,
+                "The store was written with a different model (version \(contents.metadata.versionHash.prefix(12)), "
+                    + "current \(model.versionHash.prefix(12))).")
+        }
+        let storedEntities = Dictionary(contents.schema.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var tables: [EntityTable] = []
+        for entity in model.entities {
+            let rows = contents.rows[entity.name] ?? []
+            let nextKey = contents.metadata.nextPrimaryKeys[entity.name] ?? 1
+            guard let stored = storedEntities[entity.name] else {
+                guard rows.isEmpty else {
+                    throw StoreError(.corrupted, "The store has rows of '\(entity.name)' but no schema for it.")
+                }
+                tables.append(EntityTable(rows: [], nextPrimaryKey: nextKey))
+                continue
+            }
+            // Map the stored attribute order onto the model's: the hash ignores order.
+            let mapping: [Int] = try entity.attributes.map { attribute in
+                guard let index = stored.index(ofAttribute: attribute.name) else {
+                    throw StoreError(
+                        .corrupted,
+                        "The store's schema of '\(entity.name)' lacks the attribute '\(attribute.name)'.")
+                }
+                return index
+            }
+            let isIdentity = mapping == Array(mapping.indices) && stored.attributes.count == mapping.count
+            var seen = Set<Int64>()
+            var committed: [CommittedRow] = []
+            committed.reserveCapacity(rows.count)
+            for row in rows {
+                guard row.primaryKey > 0, seen.insert(row.primaryKey).inserted,
+                    row.values.count == stored.attributes.count
+                else {
+                    throw StoreError(
+                        .corrupted,
+                        "Row \(row.primaryKey) of '\(entity.name)' is duplicated, has a non-positive key, "
+                            + "or has \(row.values.count) values for \(stored.attributes.count) attributes.")
+                }
+                let values = isIdentity ? row.values : mapping.map { row.values[$0] }
+                for (value, attribute) in zip(values, entity.attributes)
+                where !value.fits(attribute.type, isOptional: attribute.isOptional) {
+                    throw StoreError(
+                        .corrupted,
+                        "Row \(row.primaryKey) of '\(entity.name)' holds \(value) in '\(attribute.name)', "
+                            + "which is of type \(attribute.type.rawValue).")
+                }
+                committed.append(CommittedRow(primaryKey: row.primaryKey, version: 1, values: values))
+            }
+            tables.append(EntityTable(rows: committed, nextPrimaryKey: nextKey))
+        }
+        return tables
+    }
+
+    // MARK: Reading (call on `queue`)
+
+    /// Snapshots of the given entities' committed rows.
+    func snapshots(of entityIndexes: [Int]) throws -> [TableSnapshot] {
+        try checkOpen()
+        return entityIndexes.map { tables[$0].snapshot }
+    }
+
+    /// The committed row of one object, if it exists.
+    func committedRow(entityIndex: Int, primaryKey: Int64) throws -> CommittedRow? {
+        try checkOpen()
+        return tables[entityIndex].row(for: primaryKey)
+    }
+
+    /// The committed rows of several objects of one entity (`nil` for missing ones).
+    func committedRows(entityIndex: Int, primaryKeys: [Int64]) throws -> [CommittedRow?] {
+        try checkOpen()
+        return primaryKeys.map { tables[entityIndex].row(for: $0) }
+    }
+
+    private func checkOpen() throws {
+        guard store != nil else {
+            throw StoreError(.closed, "The store was closed; its manager must load it again.")
+        }
+    }
+
+    // MARK: Committing (call on `queue`)
+
+    /// Checks, commits and applies one save.
+    ///
+    /// - Throws: ``MergeConflictError`` when an updated object was deleted by another save;
+    ///   ``StoreError`` when the store cannot commit. Nothing is applied on failure.
+    func commit(_ request: SaveRequest) throws -> SaveOutcome {
+        guard let store else {
+            throw StoreError(.closed, "The store was closed; its manager must load it again.")
+        }
+        var conflicts: [MergeConflictError.Conflict] = []
+        var updatedRows: [CommittedRow] = []
+        updatedRows.reserveCapacity(request.updates.count)
+        for update in request.updates {
+            guard let current = tables[update.entityIndex].row(for: update.primaryKey) else {
+                conflicts.append(
+                    MergeConflictError.Conflict(
+                        objectID: ObjectID(key: entityKeys[update.entityIndex], rawValue: update.primaryKey),
+                        baseVersion: update.baseVersion, committedVersion: nil))
+                continue
+            }
+            var values = current.values
+            for (slot, value) in zip(update.changedSlots, update.changedValues) {
+                values[slot] = value
+            }
+            updatedRows.append(CommittedRow(primaryKey: update.primaryKey, version: current.version + 1, values: values))
+        }
+        guard conflicts.isEmpty else {
+            throw MergeConflictError(conflicts: conflicts)
+        }
+
+        var nextKeys = tables.map(\.nextPrimaryKey)
+        var insertedRows: [CommittedRow] = []
+        insertedRows.reserveCapacity(request.inserts.count)
+        for insert in request.inserts {
+            let key = nextKeys[insert.entityIndex]
+            nextKeys[insert.entityIndex] = key + 1
+            insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: insert.values))
+        }
+        let liveDeletes = request.deletes.filter { tables[$0.entityIndex].row(for: $0.primaryKey) != nil }
+
+        var changes: [Int: ChangeSet.EntityChanges] = [:]
+        func entityChanges(_ index: Int) -> ChangeSet.EntityChanges {
+            changes[index] ?? ChangeSet.EntityChanges(entityName: model.entities[index].name)
+        }
+        for (insert, row) in zip(request.inserts, insertedRows) {
+            var entry = entityChanges(insert.entityIndex)
+            entry.inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
+            changes[insert.entityIndex] = entry
+        }
+        for (update, row) in zip(request.updates, updatedRows) {
+            var entry = entityChanges(update.entityIndex)
+            entry.updated.append(
+                ChangeSet.RowUpdate(primaryKey: row.primaryKey, changedAttributes: update.changedSlots, values: row.values))
+            changes[update.entityIndex] = entry
+        }
+        for delete in liveDeletes {
+            var entry = entityChanges(delete.entityIndex)
+            entry.deleted.append(delete.primaryKey)
+            changes[delete.entityIndex] = entry
+        }
+        var nextPrimaryKeys: [String: Int64] = [:]
+        for (index, key) in nextKeys.enumerated() where key != tables[index].nextPrimaryKey {
+            nextPrimaryKeys[model.entities[index].name] = key
+        }
+        let changeSet = ChangeSet(
+            entities: changes.keys.sorted().map { changes[$0]! }, nextPrimaryKeys: nextPrimaryKeys)
+        if !changeSet.entities.isEmpty {
+            try store.commit(changeSet)
+        }
+
+        // The store has the change set: apply it. Nothing below can fail.
+        for (insert, row) in zip(request.inserts, insertedRows) {
+            tables[insert.entityIndex].append(row)
+        }
+        for (update, row) in zip(request.updates, updatedRows) {
+            tables[update.entityIndex].replace(with: row)
+        }
+        for delete in liveDeletes {
+            tables[delete.entityIndex].remove(delete.primaryKey)
+        }
+        for (index, key) in nextKeys.enumerated() {
+            tables[index].nextPrimaryKey = key
+        }
+        return SaveOutcome(inserted: insertedRows, updated: updatedRows, deleted: request.deletes.map(\.primaryKey))
+    }
+
+    /// Closes the store. Later calls throw ``StoreError/Code/closed``.
+    func close() {
+        store?.close()
+        store = nil
+        tables = []
+    }
+}

@@ -1,0 +1,160 @@
+import Dispatch
+import Synchronization
+
+internal import CQueueDataShims
+
+/// The queue a context and its objects are confined to, and the check that enforces it.
+///
+/// Every context owns one; each of its objects holds it strongly, so the check never needs
+/// the context itself. The check is a thread-local comparison when the code runs inside one
+/// of the context's own blocks (`perform`, `performAndWait`, a merge), and a
+/// `DispatchQueue.getSpecific` lookup otherwise (a block the caller submitted to the queue
+/// directly). It checks the queue, never the thread: a block on `DispatchQueue.main` may run
+/// on a thread that is not the main thread.
+///
+/// `@unchecked Sendable`: every stored property is immutable except `state`, which is
+/// atomic, and `context`, a weak reference written once by the context's initializer
+/// before the confinement is shared with any other thread.
+@usableFromInline
+final class QueueConfinement: @unchecked Sendable {
+    /// Why a confinement no longer admits anyone.
+    enum State: UInt8 {
+        case valid = 0
+        case contextDeallocated = 1
+        case managerClosed = 2
+    }
+
+    /// The queue everything confined here must run on.
+    let queue: DispatchQueue
+    /// The name used in trap messages.
+    let contextName: String
+    /// Marks the queue as ours: `getSpecific(key:)` returns `self` on it.
+    let key = DispatchSpecificKey<QueueConfinement>()
+    /// A `State` raw value; atomic so that invalidation from any thread is seen everywhere.
+    @usableFromInline
+    let state = Atomic<UInt8>(State.valid.rawValue)
+    /// The context, for the slow paths that need it (registering a change).
+    weak var context: ManagedObjectContext?
+
+    init(queue: DispatchQueue, contextName: String) {
+        self.queue = queue
+        self.contextName = contextName
+        queue.setSpecific(key: key, value: self)
+    }
+
+    /// The thread-local token that marks this confinement's blocks.
+    @usableFromInline
+    var token: UnsafeRawPointer {
+        UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Stops admitting anyone: later checks trap with a message naming `reason`.
+    func invalidate(_ reason: State) {
+        state.store(reason.rawValue, ordering: .relaxed)
+        queue.setSpecific(key: key, value: nil)
+    }
+
+    /// Whether the confinement was invalidated.
+    var isValid: Bool {
+        state.load(ordering: .relaxed) == State.valid.rawValue
+    }
+
+    /// Checks that the caller runs on the queue and that the confinement is still valid;
+    /// traps with a message naming `subject` otherwise.
+    ///
+    /// - Complexity: a thread-local load inside the context's own blocks; a
+    ///   `DispatchQueue.getSpecific` call elsewhere.
+    @inlinable @inline(__always)
+    func check(_ subject: @autoclosure () -> String) {
+        if _currentConfinementToken() != token || state.load(ordering: .relaxed) != 0 {
+            if !_isConfinedSlowPath() {
+                _trapNotConfined(subject())
+            }
+        }
+    }
+
+    /// The slow path of `check`: the caller may run on the queue without being inside one of
+    /// our blocks, or inside a nested block of another context.
+    ///
+    /// `@_effects(readonly)`: it reads queue-specific and thread-local state and writes
+    /// nothing the optimizer can observe, which lets callers skip retaining the object they
+    /// check around the call. Its result is always used, so the call is never removed.
+    @usableFromInline @_effects(readonly)
+    func _isConfinedSlowPath() -> Bool {
+        guard isValid else { return false }
+        if DispatchQueue.getSpecific(key: key) === self {
+            return true
+        }
+        // A context block that called another context's `performAndWait` still owns this
+        // queue (it is blocked in `sync`), so its objects remain usable there.
+        var frame = qd_confinement_frames()
+        let token = self.token
+        while let current = frame {
+            let pointer = current.assumingMemoryBound(to: ConfinementFrame.self)
+            if pointer.pointee.token == token {
+                return true
+            }
+            frame = pointer.pointee.previous
+        }
+        return false
+    }
+
+    /// Whether the caller currently runs where this confinement admits it.
+    var isCurrent: Bool {
+        (_currentConfinementToken() == token && isValid) || _isConfinedSlowPath()
+    }
+
+    @usableFromInline
+    func _trapNotConfined(_ subject: String) -> Never {
+        let queueLabel = queue.label.isEmpty ? "(unlabeled)" : queue.label
+        switch State(rawValue: state.load(ordering: .relaxed)) ?? .valid {
+        case .contextDeallocated:
+            fatalError(
+                "QueueData: \(subject) was used after its context '\(contextName)' was deallocated. "
+                    + "Keep a strong reference to the context for as long as you use its objects.")
+        case .managerClosed:
+            fatalError(
+                "QueueData: \(subject) was used after its ContextManager was closed "
+                    + "(context '\(contextName)'). Create a new context after reopening the store.")
+        case .valid:
+            fatalError(
+                "QueueData: \(subject) was used off its queue. It is confined to context "
+                    + "'\(contextName)' on queue '\(queueLabel)'. Use context.perform { } or "
+                    + "context.performAndWait { }, or call it from a block running on that queue.")
+        }
+    }
+
+    /// Runs `body` marked as one of this confinement's blocks, so that checks inside it take
+    /// the thread-local fast path. Must be called on the queue.
+    @inline(__always)
+    func withMarkedBlock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        let previousToken = qd_confinement_current()
+        let previousFrames = qd_confinement_frames()
+        var frame = ConfinementFrame(token: token, previous: previousFrames)
+        return try withUnsafeMutablePointer(to: &frame) { pointer in
+            qd_confinement_set_frames(UnsafeRawPointer(pointer))
+            qd_confinement_set_current(token)
+            defer {
+                qd_confinement_set_current(previousToken)
+                qd_confinement_set_frames(previousFrames)
+            }
+            return try body()
+        }
+    }
+}
+
+/// One entry of the thread's chain of context blocks, living on the stack of
+/// `withMarkedBlock`.
+struct ConfinementFrame {
+    let token: UnsafeRawPointer
+    let previous: UnsafeRawPointer?
+}
+
+/// The token of the innermost context block on this thread.
+///
+/// `@_effects(readonly)` so that callers need not retain the object they check around the
+/// call; see `QueueConfinement._isConfinedSlowPath()`.
+@usableFromInline @_effects(readonly)
+func _currentConfinementToken() -> UnsafeRawPointer? {
+    qd_confinement_current()
+}

@@ -1,0 +1,180 @@
+import Dispatch
+import Foundation
+
+/// Hands out one ``ManagedObjectContext`` per serial `DispatchQueue`, all sharing one store.
+///
+/// ```swift
+/// ContextManager.shared.delegate = AppStore()          // at launch
+/// let context = try ContextManager.shared.createContext(for: importQueue)
+/// ```
+///
+/// The store loads on first use (or ``loadPersistentStore()``), configured by the
+/// ``delegate``. Saves of each context are merged into every other context of the same
+/// manager; contexts of different managers never see each other's saves.
+/// Use ``shared`` in an app, and ``init(delegate:)`` for tests or several stores.
+///
+/// `@unchecked Sendable`: all mutable state lives on a private serial queue (the registry
+/// queue), which every method enters with `sync`.
+public final class ContextManager: @unchecked Sendable {
+    /// The process-wide manager. Set its ``delegate`` at launch.
+    public static let shared = ContextManager()
+
+    private let registryQueue = DispatchQueue(label: "QueueData.ContextManager")
+    // Confined to `registryQueue`:
+    private var storedDelegate: (any ContextManagerDelegate)?
+    private var coordinator: StoreCoordinator?
+    private var contexts: [ObjectIdentifier: WeakContext] = [:]
+    private var storedMainContext: ManagedObjectContext?
+
+    /// Creates a manager configured by `delegate` (every default when `nil`).
+    public init(delegate: (any ContextManagerDelegate)? = nil) {
+        self.storedDelegate = delegate
+    }
+
+    /// The configuration: model, store name, type and directory. Held strongly.
+    ///
+    /// Read when the store loads; set it before the first context is created (a change
+    /// takes effect at the next load, after ``close()``).
+    public var delegate: (any ContextManagerDelegate)? {
+        get { registryQueue.sync { storedDelegate } }
+        set { registryQueue.sync { storedDelegate = newValue } }
+    }
+
+    /// Whether the store is loaded.
+    public var isStoreLoaded: Bool {
+        registryQueue.sync { coordinator != nil }
+    }
+
+    /// The model of the loaded store, or `nil` before it loads.
+    public var managedObjectModel: ManagedObjectModel? {
+        registryQueue.sync { coordinator?.model }
+    }
+
+    /// Loads the store now rather than at the first context. Does nothing if it is loaded.
+    ///
+    /// - Throws: ``StoreError`` if the store cannot be opened (nothing is modified).
+    public func loadPersistentStore() throws {
+        _ = try registryQueue.sync { try loadedCoordinator() }
+    }
+
+    /// The context confined to `DispatchQueue.main`.
+    ///
+    /// Use it from code running on the main queue: top-level code of the main thread, blocks
+    /// submitted to `DispatchQueue.main`, `@MainActor` code. Merges into it run as blocks on
+    /// the main queue, so they only happen while the main queue is drained (`dispatchMain()`,
+    /// `RunLoop.main.run()`, or an `async` main). A server or command-line tool without a
+    /// main run loop should use ``createContext()`` contexts instead.
+    ///
+    /// - Throws: ``StoreError`` if the store cannot be loaded.
+    public var mainContext: ManagedObjectContext {
+        get throws {
+            try registryQueue.sync {
+                if let storedMainContext {
+                    return storedMainContext
+                }
+                let context = try context(for: .main)
+                storedMainContext = context
+                return context
+            }
+        }
+    }
+
+    /// The context confined to `queue`: the same one for the same queue while it is alive.
+    ///
+    /// The manager holds contexts weakly (except ``mainContext``): keep a reference for as
+    /// long as you use the context and its objects. `queue` must be serial.
+    ///
+    /// - Throws: ``StoreError`` if the store cannot be loaded.
+    public func createContext(for queue: DispatchQueue) throws -> ManagedObjectContext {
+        try registryQueue.sync { try context(for: queue) }
+    }
+
+    /// A context on a new private serial queue.
+    ///
+    /// - Throws: ``StoreError`` if the store cannot be loaded.
+    public func createContext() throws -> ManagedObjectContext {
+        let queue = DispatchQueue(label: "QueueData.Context.\(UUID().uuidString.prefix(8))")
+        return try createContext(for: queue)
+    }
+
+    /// Closes the store and invalidates every context of this manager. Saves nothing.
+    ///
+    /// Using a context or object of this manager afterwards traps. The next context (or
+    /// ``loadPersistentStore()``) loads the store again, reading the delegate afresh, so the
+    /// same store can be reopened — by tests, or after switching stores.
+    public func close() {
+        registryQueue.sync {
+            let open = contexts.values.compactMap(\.context)
+            for context in open {
+                context.invalidate(.managerClosed)
+            }
+            storedMainContext = nil
+            contexts = [:]
+            if let coordinator {
+                coordinator.queue.sync { coordinator.close() }
+            }
+            coordinator = nil
+            _ = open
+        }
+    }
+
+    // MARK: Internals (on `registryQueue`)
+
+    private func context(for queue: DispatchQueue) throws -> ManagedObjectContext {
+        let coordinator = try loadedCoordinator()
+        let key = ObjectIdentifier(queue)
+        if let existing = contexts[key]?.context, existing.confinement.isValid {
+            return existing
+        }
+        let context = ManagedObjectContext(
+            queue: queue, name: nil, coordinator: coordinator,
+            onDeinit: { [weak self] in
+                guard let manager = self else { return }
+                manager.registryQueue.async {
+                    if manager.contexts[key]?.context == nil {
+                        manager.contexts[key] = nil
+                    }
+                }
+            })
+        contexts[key] = WeakContext(context: context)
+        return context
+    }
+
+    private func loadedCoordinator() throws -> StoreCoordinator {
+        if let coordinator {
+            return coordinator
+        }
+        let delegate = storedDelegate ?? DefaultContextManagerDelegate()
+        let name = delegate.persistentStoreName
+        guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
+            throw StoreError(
+                .invalidConfiguration,
+                "The store name '\(name)' is invalid: it must be a file name, without '/', and not '.' or '..'.")
+        }
+        let configuration = StoreConfiguration(
+            name: name, directory: delegate.storeDirectory,
+            shouldUseAutomaticLightweightMigration: delegate.shouldUseAutomaticLightweightMigration,
+            seedStoreURL: delegate.seedStoreURL)
+        let store = try delegate.persistentStoreType.makeStore(configuration)
+        let coordinator = try StoreCoordinator(model: delegate.managedObjectModel, store: store, label: name)
+        self.coordinator = coordinator
+        return coordinator
+    }
+
+    /// `$XDG_DATA_HOME/<name>` when that variable holds an absolute path, otherwise
+    /// `$HOME/.local/share/<name>` (the XDG Base Directory default).
+    static func defaultStoreDirectory(name: String, environment: [String: String]) -> URL {
+        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
+            return URL(fileURLWithPath: dataHome, isDirectory: true).appendingPathComponent(name, isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true)
+            .appendingPathComponent(".local/share", isDirectory: true)
+            .appendingPathComponent(name, isDirectory: true)
+    }
+}
+
+/// A registry entry: contexts belong to their creators.
+private struct WeakContext {
+    weak var context: ManagedObjectContext?
+}

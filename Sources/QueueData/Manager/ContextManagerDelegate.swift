@@ -1,0 +1,64 @@
+import Foundation
+
+/// Configures a ``ContextManager``: the model and where and how its store lives.
+///
+/// Every requirement has a default, so a delegate only states what differs:
+///
+/// ```swift
+/// final class AppStore: ContextManagerDelegate {
+///     var managedObjectModel: ManagedObjectModel { ManagedObjectModel([Destination.self]) }
+///     var persistentStoreName: String { "Travel" }
+/// }
+/// ContextManager.shared.delegate = AppStore()
+/// ```
+///
+/// The manager holds its delegate strongly and reads it when the store loads (the first
+/// context, ``ContextManager/loadPersistentStore()``); changes take effect at the next load
+/// after ``ContextManager/close()``.
+public protocol ContextManagerDelegate: Sendable {
+    /// The entities of the store. Default: an empty model.
+    var managedObjectModel: ManagedObjectModel { get }
+    /// The store's name: its files are `<storeDirectory>/<name>.<extension>`. Default: the
+    /// process name. Must not contain `/` or be `.` or `..`.
+    var persistentStoreName: String { get }
+    /// The backend. Default: ``StoreType/inMemory``.
+    var persistentStoreType: StoreType { get }
+    /// The directory of the store's files. Default: `$XDG_DATA_HOME/<name>`, or
+    /// `~/.local/share/<name>` when `XDG_DATA_HOME` is unset or not absolute.
+    var storeDirectory: URL { get }
+    /// Whether a store written with an older model may be migrated automatically. Default: `true`.
+    var shouldUseAutomaticLightweightMigration: Bool { get }
+    /// A store to copy in on first run, when none exists yet. Default: `nil`.
+    var seedStoreURL: URL? { get }
+}
+
+extension ContextManagerDelegate {
+    /// An empty model.
+    public var managedObjectModel: ManagedObjectModel { ManagedObjectModel.empty }
+
+    /// The process name.
+    public var persistentStoreName: String { ProcessInfo.processInfo.processName }
+
+    /// ``StoreType/inMemory``.
+    public var persistentStoreType: StoreType { .inMemory }
+
+    /// `$XDG_DATA_HOME/<name>`, or `~/.local/share/<name>`.
+    public var storeDirectory: URL {
+        ContextManager.defaultStoreDirectory(
+            name: persistentStoreName, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// `true`.
+    public var shouldUseAutomaticLightweightMigration: Bool { true }
+
+    /// `nil`.
+    public var seedStoreURL: URL? { nil }
+}
+
+extension ManagedObjectModel {
+    /// A model without entities.
+    static let empty = try! ManagedObjectModel(entities: [])
+}
+
+/// The delegate of a manager nobody configured: every default.
+struct DefaultContextManagerDelegate: ContextManagerDelegate {}

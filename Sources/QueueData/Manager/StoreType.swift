@@ -1,0 +1,52 @@
+import Foundation
+
+/// Where a ``ContextManager`` keeps its data: returned by
+/// ``ContextManagerDelegate/persistentStoreType``; changing it swaps the backend in one line.
+public struct StoreType: Sendable, CustomStringConvertible {
+    enum Kind: Sendable {
+        case inMemory
+        case custom(@Sendable (StoreConfiguration) throws -> any PersistentStore)
+    }
+
+    let kind: Kind
+
+    /// A new, empty ``InMemoryStore`` for each load: for tests and caches.
+    public static let inMemory = StoreType(kind: .inMemory)
+
+    /// Your own store: `makeStore` is called once per load with the delegate's configuration,
+    /// and may throw ``StoreError`` (for example `.invalidConfiguration`).
+    ///
+    /// ```swift
+    /// var persistentStoreType: StoreType { .custom { configuration in MyStore(configuration) } }
+    /// ```
+    public static func custom(_ makeStore: @escaping @Sendable (StoreConfiguration) throws -> any PersistentStore) -> StoreType {
+        StoreType(kind: .custom(makeStore))
+    }
+
+    func makeStore(_ configuration: StoreConfiguration) throws -> any PersistentStore {
+        switch kind {
+        case .inMemory: return InMemoryStore()
+        case .custom(let makeStore): return try makeStore(configuration)
+        }
+    }
+
+    /// `inMemory` or `custom`.
+    public var description: String {
+        switch kind {
+        case .inMemory: return "inMemory"
+        case .custom: return "custom"
+        }
+    }
+}
+
+/// What a store factory needs to know, read from the delegate when the store loads.
+public struct StoreConfiguration: Sendable {
+    /// The store's name (``ContextManagerDelegate/persistentStoreName``).
+    public var name: String
+    /// The directory of the store's files (``ContextManagerDelegate/storeDirectory``).
+    public var directory: URL
+    /// Whether the store may migrate older data to the model automatically.
+    public var shouldUseAutomaticLightweightMigration: Bool
+    /// A store to copy in when none exists yet (``ContextManagerDelegate/seedStoreURL``).
+    public var seedStoreURL: URL?
+}

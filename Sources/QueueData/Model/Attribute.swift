@@ -1,0 +1,156 @@
+import Foundation
+
+internal import CQueueDataShims
+
+/// Declares a persistent attribute of a ``ManagedObject`` subclass.
+///
+/// ```swift
+/// final class Destination: ManagedObject {
+///     @Attribute var name: String = ""
+///     @Attribute var visited: Date? = nil
+///     @Attribute var rating: Int = 0
+/// }
+/// ```
+///
+/// The declaration's initial value is the attribute's default: new objects start with it.
+/// Native types (see ``AttributeValue``) are stored as typed slots; any other `Codable`
+/// type is stored as JSON (a transformable attribute). Every attribute must be declared with
+/// an initial value (optionals may write `= nil`), so that ``ManagedObjectModel`` can
+/// discover it.
+///
+/// Reading or writing an attribute checks that the caller runs on the object's context's
+/// queue and traps otherwise. Inside `perform`/`performAndWait` the check is a thread-local
+/// comparison; on the queue but outside those blocks it costs a `DispatchQueue.getSpecific`.
+/// Setting a value equal to the current one changes nothing (the object is not marked updated).
+@propertyWrapper
+public struct Attribute<Value: Codable> {
+    /// The index of this attribute in its object's row, handed out in declaration order
+    /// while the object is constructed.
+    @usableFromInline
+    let slot: UInt16
+
+    /// Declares an attribute whose default is `defaultValue`.
+    public init(wrappedValue defaultValue: Value) {
+        slot = UInt16(truncatingIfNeeded: qd_attribute_slot_take())
+        if let recorder = AttributeRecorder.current {
+            recorder.record(Value.self, defaultValue: Result { try Self._encodeChecked(defaultValue) })
+        }
+    }
+
+    /// Not available: attributes live in their object's row, reached through the enclosing
+    /// ``ManagedObject``.
+    @available(*, unavailable, message: "@Attribute can only be declared in a ManagedObject subclass")
+    public var wrappedValue: Value {
+        get { fatalError("unreachable") }
+        // swift-format-ignore
+        set { fatalError("unreachable") }
+    }
+
+    /// Reads and writes the attribute in the enclosing object's row.
+    @inlinable
+    public static subscript<EnclosingSelf: ManagedObject>(
+        _enclosingInstance object: EnclosingSelf,
+        wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
+        storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Attribute<Value>>
+    ) -> Value {
+        get {
+            let slot = Int(object[keyPath: storageKeyPath].slot)
+            object._confinement.check(object._subjectDescription)
+            return _decode(object._values[slot], object: object, slot: slot)
+        }
+        set {
+            let slot = Int(object[keyPath: storageKeyPath].slot)
+            object._confinement.check(object._subjectDescription)
+            object._setValue(_encode(newValue, object: object, slot: slot), at: slot)
+        }
+    }
+
+    @inlinable
+    static func _decode(_ stored: StoredValue, object: ManagedObject, slot: Int) -> Value {
+        // After specialization for a native type, the cast folds away and this is one switch.
+        if let native = Value.self as? any AttributeValue.Type {
+            guard let value = _decodeNative(native, stored) else {
+                object._trapUndecodable(slot: slot, stored: stored, error: nil)
+            }
+            return value
+        }
+        return _decodeTransformable(stored, object: object, slot: slot)
+    }
+
+    @inlinable
+    static func _decodeNative<Native: AttributeValue>(_: Native.Type, _ stored: StoredValue) -> Value? {
+        Native(storedValue: stored).map { $0 as! Value }
+    }
+
+    @inlinable
+    static func _encode(_ value: Value, object: ManagedObject, slot: Int) -> StoredValue {
+        if let native = Value.self as? any AttributeValue.Type {
+            return _encodeNative(native, value)
+        }
+        do {
+            return try _encodeChecked(value)
+        } catch {
+            object._trapUnencodable(slot: slot, error: error)
+        }
+    }
+
+    @inlinable
+    static func _encodeNative<Native: AttributeValue>(_: Native.Type, _ value: Value) -> StoredValue {
+        (value as! Native).storedValue
+    }
+
+    @usableFromInline
+    static func _decodeTransformable(_ stored: StoredValue, object: ManagedObject, slot: Int) -> Value {
+        let json: Data
+        switch stored {
+        case .null: json = Data("null".utf8)
+        case .data(let data): json = data
+        default: object._trapUndecodable(slot: slot, stored: stored, error: nil)
+        }
+        do {
+            return try TransformableCoding.decoder().decode(Value.self, from: json)
+        } catch {
+            object._trapUndecodable(slot: slot, stored: stored, error: error)
+        }
+    }
+
+    /// The stored form of any value, native or transformable.
+    @usableFromInline
+    static func _encodeChecked(_ value: Value) throws -> StoredValue {
+        if let native = Value.self as? any AttributeValue.Type {
+            return _encodeNative(native, value)
+        }
+        if let optional = value as? any _OptionalAttributeValue, optional._isNil {
+            return .null
+        }
+        return .data(try TransformableCoding.encoder().encode(value))
+    }
+}
+
+extension Attribute where Value: ExpressibleByNilLiteral {
+    /// Declares an optional attribute whose default is `nil`.
+    public init() {
+        self.init(wrappedValue: nil)
+    }
+}
+
+/// The JSON coders of transformable attributes: sorted keys, so that equal values encode to
+/// equal bytes (setting an equal value is then not a change), and non-finite floating-point
+/// numbers as strings rather than encoding errors.
+enum TransformableCoding {
+    static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(
+            positiveInfinity: "+Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        encoder.dateEncodingStrategy = .deferredToDate
+        return encoder
+    }
+
+    static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: "+Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        return decoder
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+internal import CQueueDataShims
+
+/// Collects the `@Attribute` declarations of a class while ``ManagedObjectModel`` constructs a
+/// prototype of it.
+///
+/// Each `Attribute.init(wrappedValue:)` runs when its object is constructed, in declaration
+/// order (a subclass's properties before its superclass's). While a recorder is installed on
+/// the thread, each one reports its value type and default here; `Mirror` then supplies the
+/// names in the same order.
+final class AttributeRecorder {
+    struct Declaration {
+        let valueType: Any.Type
+        let attributeType: AttributeType
+        let isOptional: Bool
+        let defaultValue: Result<StoredValue, any Error>
+    }
+
+    private(set) var declarations: [Declaration] = []
+
+    /// The recorder installed on this thread, if any.
+    static var current: AttributeRecorder? {
+        qd_attribute_recorder_get().map { Unmanaged<AttributeRecorder>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    func record<Value: Codable>(_ type: Value.Type, defaultValue: Result<StoredValue, any Error>) {
+        let attributeType: AttributeType
+        let isOptional: Bool
+        if let native = Value.self as? any AttributeValue.Type {
+            attributeType = native.attributeType
+            isOptional = native.isOptionalAttribute
+        } else {
+            attributeType = .transformable
+            isOptional = Value.self is any _OptionalAttributeValue.Type
+        }
+        declarations.append(
+            Declaration(
+                valueType: Value.self, attributeType: attributeType, isOptional: isOptional,
+                defaultValue: defaultValue))
+    }
+
+    /// Runs `body` with this recorder installed on the thread.
+    func recording<Result>(_ body: () throws -> Result) rethrows -> Result {
+        let previous = qd_attribute_recorder_get()
+        qd_attribute_recorder_set(Unmanaged.passUnretained(self).toOpaque())
+        defer { qd_attribute_recorder_set(previous) }
+        return try withExtendedLifetime(self) { try body() }
+    }
+}
+
+/// Lets discovery recognise `@Attribute` storage in a `Mirror` and learn its value type.
+protocol AttributeStorage {
+    static var valueType: Any.Type { get }
+}
+
+extension Attribute: AttributeStorage {
+    static var valueType: Any.Type { Value.self }
+}

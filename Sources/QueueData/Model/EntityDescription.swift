@@ -1,0 +1,127 @@
+import Foundation
+
+/// An entity: a name, its attributes in row order, and the class that represents it.
+///
+/// Immutable and `Sendable`. ``ManagedObjectModel`` discovers entities from `ManagedObject`
+/// subclasses; tools can also describe entities without any subclass, in which case objects
+/// are plain ``ManagedObject`` instances read with ``ManagedObject/value(forKey:)``.
+public final class EntityDescription: Sendable, Hashable, CustomStringConvertible {
+    /// The entity's name, unique in its model.
+    public let name: String
+    /// The attributes, in the order of the row's slots.
+    public let attributes: [AttributeDescription]
+    /// The class instantiated for this entity's objects (``ManagedObject`` itself for an entity
+    /// described without a subclass).
+    public let managedObjectClass: ManagedObject.Type
+    /// The default value of every attribute, in slot order.
+    let defaultRow: [StoredValue]
+    /// The index of every attribute by name.
+    let attributeIndexes: [String: Int]
+    /// `ObjectIdentifier`s of `managedObjectClass` and each of its superclasses up to (not
+    /// including) `ManagedObject`: a fetch for a class includes the entities of its subclasses.
+    let classLineage: [ObjectIdentifier]
+
+    /// Describes an entity without a `ManagedObject` subclass.
+    ///
+    /// - Throws: ``ModelError`` when the name is invalid, two attributes share a name, or a
+    ///   default value does not fit its attribute.
+    public convenience init(name: String, attributes: [AttributeDescription]) throws {
+        try self.init(
+            name: name, attributes: attributes, managedObjectClass: ManagedObject.self,
+            classLineage: [])
+    }
+
+    init(
+        name: String,
+        attributes: [AttributeDescription],
+        managedObjectClass: ManagedObject.Type,
+        classLineage: [ObjectIdentifier]
+    ) throws {
+        try Self.validateName(name, entityName: name, what: "entity")
+        var indexes: [String: Int] = [:]
+        for (index, attribute) in attributes.enumerated() {
+            try Self.validateName(attribute.name, entityName: name, what: "attribute")
+            guard indexes.updateValue(index, forKey: attribute.name) == nil else {
+                throw ModelError(
+                    .duplicateAttribute,
+                    "Entity '\(name)' declares the attribute '\(attribute.name)' twice.",
+                    entityName: name, attributeName: attribute.name)
+            }
+            guard attribute.defaultValue.fits(attribute.type, isOptional: attribute.isOptional) else {
+                throw ModelError(
+                    .invalidDefaultValue,
+                    "The default value \(attribute.defaultValue) of '\(name).\(attribute.name)' does "
+                        + "not fit its type \(attribute.type.rawValue)"
+                        + (attribute.isOptional ? "?" : "")
+                        + "; give a non-optional URL or transformable attribute an explicit default.",
+                    entityName: name, attributeName: attribute.name)
+            }
+        }
+        guard attributes.count <= Int(UInt16.max) else {
+            throw ModelError(
+                .unsupportedDeclaration,
+                "Entity '\(name)' declares \(attributes.count) attributes; at most \(UInt16.max) are supported.",
+                entityName: name)
+        }
+        self.name = name
+        self.attributes = attributes
+        self.managedObjectClass = managedObjectClass
+        self.defaultRow = attributes.map(\.defaultValue)
+        self.attributeIndexes = indexes
+        self.classLineage = classLineage
+    }
+
+    static func validateName(_ name: String, entityName: String, what: String) throws {
+        let forbidden: Set<Character> = ["/", "\\", "?", "#", "%", ":", "\0"]
+        guard !name.isEmpty, !name.contains(where: { forbidden.contains($0) || $0.isWhitespace }) else {
+            throw ModelError(
+                .invalidName,
+                "The \(what) name '\(name)' is invalid: names must be non-empty and contain no "
+                    + "whitespace or any of / \\ ? # % :.",
+                entityName: entityName, attributeName: what == "attribute" ? name : nil)
+        }
+    }
+
+    /// The attribute named `name`, if the entity has one.
+    public func attribute(named name: String) -> AttributeDescription? {
+        attributeIndexes[name].map { attributes[$0] }
+    }
+
+    /// The slot index of the attribute named `name`, if the entity has one.
+    public func index(ofAttribute name: String) -> Int? {
+        attributeIndexes[name]
+    }
+
+    /// The text that identifies this entity in a version hash: its name and each attribute's
+    /// name, type and optionality, sorted by name so that declaration order does not matter.
+    var hashText: String {
+        let attributeText = attributes.map(\.hashText).sorted().joined(separator: ",")
+        return "\(name){\(attributeText)}"
+    }
+
+    /// A deterministic hash of the entity's name and attributes (SHA-256, hexadecimal).
+    public var versionHash: String {
+        SHA256.hexDigest(of: Array(hashText.utf8))
+    }
+
+    /// Whether this entity's class is `type` or one of its subclasses.
+    func isKind(of type: ManagedObject.Type) -> Bool {
+        ObjectIdentifier(managedObjectClass) == ObjectIdentifier(type)
+            || classLineage.contains(ObjectIdentifier(type))
+    }
+
+    /// Identity.
+    public static func == (lhs: EntityDescription, rhs: EntityDescription) -> Bool {
+        lhs === rhs
+    }
+
+    /// Identity.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(self))
+    }
+
+    /// `Name(attribute: type, ...)`.
+    public var description: String {
+        "\(name)(\(attributes.map(\.description).joined(separator: ", ")))"
+    }
+}

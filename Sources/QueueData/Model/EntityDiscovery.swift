@@ -1,0 +1,116 @@
+import Dispatch
+import Foundation
+
+internal import CQueueDataShims
+
+/// Discovers the entity of a `ManagedObject` subclass, once per class.
+///
+/// Discovery constructs a prototype with an ``AttributeRecorder`` installed (each
+/// `@Attribute` reports its type and default), then reads the attribute names with `Mirror`,
+/// which lists stored properties in the same order the initializers ran.
+enum EntityDiscovery {
+    /// Serializes discovery and guards the cache: the queue is the lock (no locks of our own).
+    private static let queue = DispatchQueue(label: "QueueData.EntityDiscovery")
+
+    /// Discovered entities by class.
+    ///
+    /// `nonisolated(unsafe)`: read and written only inside `queue.sync`.
+    nonisolated(unsafe) private static var cache: [ObjectIdentifier: Result<EntityDescription, ModelError>] = [:]
+
+    /// The entity of `type`, discovered on first use.
+    static func entity(for type: ManagedObject.Type) -> Result<EntityDescription, ModelError> {
+        queue.sync {
+            let key = ObjectIdentifier(type)
+            if let cached = cache[key] {
+                return cached
+            }
+            let result = Result { try discover(type) }.mapError { $0 as! ModelError }
+            cache[key] = result
+            return result
+        }
+    }
+
+    private static func discover(_ type: ManagedObject.Type) throws -> EntityDescription {
+        let entityName = type.entityName
+        guard type != ManagedObject.self else {
+            throw ModelError(
+                .unsupportedDeclaration,
+                "ManagedObject itself is not an entity: list your subclasses, or describe an entity "
+                    + "without a subclass with EntityDescription(name:attributes:).",
+                entityName: entityName)
+        }
+        let recorder = AttributeRecorder()
+        let prototype: ManagedObject = recorder.recording {
+            let saved = qd_attribute_slot_get()
+            qd_attribute_slot_set(0)
+            defer { qd_attribute_slot_set(saved) }
+            return type.init(prototypeConstruction)
+        }
+        var names: [String] = []
+        var valueTypes: [Any.Type] = []
+        var lineage: [ObjectIdentifier] = []
+        var mirror: Mirror? = Mirror(reflecting: prototype)
+        while let level = mirror, level.subjectType != ManagedObject.self {
+            if level.subjectType != type {
+                lineage.append(ObjectIdentifier(level.subjectType))
+            }
+            for child in level.children {
+                guard let storage = child.value as? any AttributeStorage else { continue }
+                var name = child.label ?? ""
+                if name.hasPrefix("_") {
+                    name.removeFirst()
+                }
+                names.append(name)
+                valueTypes.append(Swift.type(of: storage).valueType)
+            }
+            mirror = level.superclassMirror
+        }
+        let declarations = recorder.declarations
+        let matches =
+            declarations.count == names.count
+            && zip(declarations, valueTypes).allSatisfy { ObjectIdentifier($0.valueType) == ObjectIdentifier($1) }
+        guard matches else {
+            throw ModelError(
+                .unsupportedDeclaration,
+                "Could not read the attributes of \(type): declare each one as "
+                    + "`@Attribute var name: Type = default` (found \(names.count) declarations, "
+                    + "\(declarations.count) initial values), and do not make the class CustomReflectable.",
+                entityName: entityName)
+        }
+        var attributes: [AttributeDescription] = []
+        for (name, declaration) in zip(names, declarations) {
+            let defaultValue: StoredValue
+            switch declaration.defaultValue {
+            case .success(let value):
+                defaultValue = value
+            case .failure(let error):
+                throw ModelError(
+                    .invalidDefaultValue,
+                    "The default value of \(entityName).\(name) cannot be encoded: \(error)",
+                    entityName: entityName, attributeName: name)
+            }
+            attributes.append(
+                AttributeDescription(
+                    name: name, type: declaration.attributeType, isOptional: declaration.isOptional,
+                    defaultValue: defaultValue,
+                    valueTypeName: declaration.attributeType == .transformable
+                        ? String(reflecting: declaration.valueType) : nil))
+        }
+        return try EntityDescription(
+            name: entityName, attributes: attributes, managedObjectClass: type, classLineage: lineage)
+    }
+
+    /// The construction of discovery prototypes: an empty entity and a confinement that no
+    /// queue admits, so a prototype cannot be used for anything.
+    private static let prototypeConstruction: ObjectConstruction = {
+        let entity = try! EntityDescription(
+            name: "Prototype", attributes: [], managedObjectClass: ManagedObject.self, classLineage: [])
+        let confinement = QueueConfinement(
+            queue: DispatchQueue(label: "QueueData.Prototype"), contextName: "discovery prototype")
+        confinement.invalidate(.contextDeallocated)
+        let key = EntityKey(entityName: "Prototype", storeIdentifier: UUID(), entityIndex: nil)
+        return ObjectConstruction(
+            entity: entity, confinement: confinement, objectID: ObjectID(key: key, rawValue: -1),
+            values: nil, snapshot: nil, snapshotVersion: 0, isPrototype: true)
+    }()
+}

@@ -1,0 +1,115 @@
+import Foundation
+
+/// The entities a store holds, discovered from `ManagedObject` subclasses.
+///
+/// ```swift
+/// let model = ManagedObjectModel([Destination.self, Trip.self])
+/// ```
+///
+/// Discovery runs once per class (the result is cached for the process). The model is
+/// immutable and `Sendable`; its ``versionHash`` is the same for the same declarations in
+/// every run and on every machine, and is what stores record to detect model changes.
+public final class ManagedObjectModel: Sendable, CustomStringConvertible {
+    /// The entities, in the order they were given.
+    public let entities: [EntityDescription]
+    /// The entities by name.
+    public let entitiesByName: [String: EntityDescription]
+    /// A hash of every entity's name and attributes (names, types, optionality), independent
+    /// of declaration order and default values: SHA-256, 64 hexadecimal digits.
+    public let versionHash: String
+    /// The position of every entity in `entities`, by name.
+    let entityIndexes: [String: Int]
+    /// The position of every subclass-backed entity, by class.
+    let entityIndexesByClass: [ObjectIdentifier: Int]
+
+    /// Creates a model from `ManagedObject` subclasses.
+    ///
+    /// A declaration QueueData cannot use is a programmer error and traps with a message
+    /// saying what to fix; use ``init(validating:)`` to get the ``ModelError`` instead.
+    public convenience init(_ types: [ManagedObject.Type]) {
+        do {
+            try self.init(validating: types)
+        } catch {
+            fatalError("QueueData: invalid model: \(error)")
+        }
+    }
+
+    /// Creates a model from `ManagedObject` subclasses, throwing on invalid declarations.
+    ///
+    /// - Throws: ``ModelError`` when a class is listed twice, two entities share a name, an
+    ///   attribute has no initial value, or a default cannot be stored.
+    public convenience init(validating types: [ManagedObject.Type]) throws {
+        var seen: Set<ObjectIdentifier> = []
+        var entities: [EntityDescription] = []
+        for type in types {
+            guard seen.insert(ObjectIdentifier(type)).inserted else {
+                throw ModelError(
+                    .duplicateEntity, "\(type) is listed twice in the model.", entityName: type.entityName)
+            }
+            entities.append(try EntityDiscovery.entity(for: type).get())
+        }
+        try self.init(entities: entities)
+    }
+
+    /// Creates a model from entity descriptions (for example, ones read from a store's
+    /// schema, or described without subclasses).
+    ///
+    /// - Throws: ``ModelError/Code/duplicateEntity`` when two entities share a name.
+    public init(entities: [EntityDescription]) throws {
+        var byName: [String: EntityDescription] = [:]
+        var indexes: [String: Int] = [:]
+        var byClass: [ObjectIdentifier: Int] = [:]
+        for (index, entity) in entities.enumerated() {
+            guard byName.updateValue(entity, forKey: entity.name) == nil else {
+                throw ModelError(
+                    .duplicateEntity,
+                    "Two entities are named '\(entity.name)'; override `class var entityName` to tell them apart.",
+                    entityName: entity.name)
+            }
+            indexes[entity.name] = index
+            if entity.managedObjectClass != ManagedObject.self {
+                byClass[ObjectIdentifier(entity.managedObjectClass)] = index
+            }
+        }
+        self.entities = entities
+        self.entitiesByName = byName
+        self.entityIndexes = indexes
+        self.entityIndexesByClass = byClass
+        let text = entities.map(\.hashText).sorted().joined(separator: "\n")
+        self.versionHash = SHA256.hexDigest(of: Array(text.utf8))
+    }
+
+    /// The entity of `type`, if the model has one.
+    public func entity(for type: ManagedObject.Type) -> EntityDescription? {
+        entityIndexesByClass[ObjectIdentifier(type)].map { entities[$0] }
+    }
+
+    /// The entity named `name`, if the model has one.
+    public func entity(named name: String) -> EntityDescription? {
+        entitiesByName[name]
+    }
+
+    /// The indexes of the entities a fetch for `type` covers: its own entity, and with
+    /// `includingSubentities` the entities of its subclasses.
+    func entityIndexes(for type: ManagedObject.Type, includingSubentities: Bool) -> [Int] {
+        if !includingSubentities {
+            return entityIndexesByClass[ObjectIdentifier(type)].map { [$0] } ?? []
+        }
+        return entities.indices.filter { entities[$0].isKind(of: type) }
+    }
+
+    /// The indexes of the entity named `name` and, with `includingSubentities`, of the
+    /// entities whose classes inherit from its class.
+    func entityIndexes(named name: String, includingSubentities: Bool) -> [Int] {
+        guard let index = entityIndexes[name] else { return [] }
+        let entity = entities[index]
+        guard includingSubentities, entity.managedObjectClass != ManagedObject.self else { return [index] }
+        return entityIndexes(for: entity.managedObjectClass, includingSubentities: true)
+    }
+
+    /// The entities, one per line.
+    public var description: String {
+        "ManagedObjectModel(\(versionHash.prefix(12)))\n"
+            + entities.map { "  \($0)" }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,332 @@
+import Foundation
+
+internal import CQueueDataShims
+
+/// The base class of every persistent object.
+///
+/// Subclass it and declare attributes with ``Attribute``:
+///
+/// ```swift
+/// final class Destination: ManagedObject {
+///     @Attribute var name: String = ""
+///     @Attribute var rating: Int = 0
+/// }
+/// ```
+///
+/// Objects are created by their context (``ManagedObjectContext/insert(_:)``, fetches) and
+/// belong to it: every property access must run on the context's queue and traps otherwise,
+/// as does using an object after its context was deallocated or its manager closed. Objects
+/// are not `Sendable`; pass their ``objectID`` between queues instead.
+///
+/// A context holds at most one instance per ``ObjectID``, so identity comparison (`===`,
+/// `==`) tells whether two references are the same object.
+open class ManagedObject: Hashable {
+    /// The object's entity.
+    public final let entity: EntityDescription
+    /// The queue confinement of the object's context.
+    @usableFromInline
+    final let _confinement: QueueConfinement
+    /// The row: one slot per attribute, in the entity's order. Owned by this object.
+    @usableFromInline
+    final let _values: UnsafeMutablePointer<StoredValue>
+    final var _objectID: ObjectID
+    /// The committed values this context last saw (`nil` until an inserted object is saved).
+    final var _snapshot: [StoredValue]?
+    /// The committed version of `_snapshot`.
+    final var _snapshotVersion: Int64 = 0
+    final var _state: ObjectState
+
+    /// Creates an object. Only QueueData can make an ``ObjectConstruction``: insert objects
+    /// with ``ManagedObjectContext/insert(_:)`` instead of calling this.
+    ///
+    /// A subclass with its own designated initializer must implement this one as
+    /// `required init(_ construction: ObjectConstruction) { super.init(construction) }` and
+    /// must not assign attributes before calling it.
+    public required init(_ construction: ObjectConstruction) {
+        let entity = construction.entity
+        let count = entity.attributes.count
+        if !construction.isPrototype && entity.managedObjectClass != ManagedObject.self {
+            let declared = qd_attribute_slot_get()
+            if declared != count {
+                fatalError(
+                    "QueueData: \(type(of: self)) declares \(declared) @Attribute properties but its "
+                        + "entity '\(entity.name)' has \(count). Build the ManagedObjectModel from this "
+                        + "class, and declare every attribute with an initial value.")
+            }
+        }
+        self.entity = entity
+        self._confinement = construction.confinement
+        self._objectID = construction.objectID
+        self._snapshot = construction.snapshot
+        self._snapshotVersion = construction.snapshotVersion
+        self._state = construction.isPrototype ? [.detached] : [.constructing]
+        self._values = .allocate(capacity: Swift.max(count, 1))
+        let source = construction.values ?? entity.defaultRow
+        precondition(source.count == count, "QueueData: a row of \(entity.name) must have \(count) values")
+        source.withUnsafeBufferPointer { buffer in
+            _values.initialize(from: buffer.baseAddress!, count: count)
+        }
+    }
+
+    deinit {
+        _values.deinitialize(count: entity.attributes.count)
+        _values.deallocate()
+    }
+
+    /// The name of the entity this class represents: the class name, unless overridden.
+    open class var entityName: String {
+        String(describing: self)
+    }
+
+    // MARK: Identity and state
+
+    /// The object's ID: temporary until its context saves it.
+    ///
+    /// - Important: Call on the context's queue.
+    public final var objectID: ObjectID {
+        _confinement.check(_subjectDescription)
+        return _objectID
+    }
+
+    /// The context the object belongs to; `nil` once it left it (deleted and saved, deleted by
+    /// a merge, discarded by `rollback()` or `reset()`).
+    ///
+    /// - Important: Call on the context's queue.
+    public final var managedObjectContext: ManagedObjectContext? {
+        _confinement.check(_subjectDescription)
+        return _state.contains(.detached) ? nil : _confinement.context
+    }
+
+    /// Whether the object was inserted and not saved yet.
+    public final var isInserted: Bool {
+        _confinement.check(_subjectDescription)
+        return _state.contains(.inserted)
+    }
+
+    /// Whether the object has unsaved changes to its attributes (and is not inserted or
+    /// deleted).
+    public final var isUpdated: Bool {
+        _confinement.check(_subjectDescription)
+        return _state.contains(.updated) && !_state.contains(.inserted) && !_state.contains(.deleted)
+    }
+
+    /// Whether the object will be deleted by the next save, or was deleted (by a save of its
+    /// context or by a merged save of another context).
+    public final var isDeleted: Bool {
+        _confinement.check(_subjectDescription)
+        return _state.contains(.deleted)
+    }
+
+    /// Whether the object is inserted, updated or deleted and not yet saved.
+    public final var hasChanges: Bool {
+        _confinement.check(_subjectDescription)
+        return !_state.contains(.detached)
+            && (_state.contains(.inserted) || _state.contains(.updated) || _state.contains(.deleted))
+    }
+
+    /// The attributes whose values differ from the committed ones, with their current values.
+    ///
+    /// For an inserted object: the attributes whose values differ from their defaults.
+    ///
+    /// - Important: Call on the context's queue.
+    public final func changedValues() -> [String: StoredValue] {
+        _confinement.check(_subjectDescription)
+        let baseline = _snapshot ?? entity.defaultRow
+        var changes: [String: StoredValue] = [:]
+        for (index, attribute) in entity.attributes.enumerated() where _values[index] != baseline[index] {
+            changes[attribute.name] = _values[index]
+        }
+        return changes
+    }
+
+    /// The committed values (as last fetched, saved or merged) of `keys`, or of every
+    /// attribute when `keys` is `nil`. Empty for an object that was never saved.
+    ///
+    /// - Important: Call on the context's queue.
+    public final func committedValues(forKeys keys: [String]?) -> [String: StoredValue] {
+        _confinement.check(_subjectDescription)
+        guard let snapshot = _snapshot else { return [:] }
+        var values: [String: StoredValue] = [:]
+        for key in keys ?? entity.attributes.map(\.name) {
+            guard let index = entity.index(ofAttribute: key) else {
+                fatalError("QueueData: entity '\(entity.name)' has no attribute '\(key)'")
+            }
+            values[key] = snapshot[index]
+        }
+        return values
+    }
+
+    // MARK: Life cycle hooks
+
+    /// Called once, on the context's queue, right after the object is inserted. Override it
+    /// to set up initial values beyond the declared defaults; call `super`.
+    open func awakeFromInsert() {}
+
+    /// Called at `save()` for each inserted or updated object. Throw a ``ValidationError``
+    /// (or any error) to refuse the save; the context reports every failure of the save in
+    /// one ``ValidationError`` and keeps its changes. Call `super`.
+    open func validateForSave() throws {}
+
+    // MARK: Key-value access
+
+    /// The value of the attribute named `key` in its stored form.
+    ///
+    /// Works for every entity, including those described without a subclass. Traps if the
+    /// entity has no such attribute.
+    ///
+    /// - Important: Call on the context's queue.
+    public final func value(forKey key: String) -> StoredValue {
+        _confinement.check(_subjectDescription)
+        return _values[_index(ofKey: key)]
+    }
+
+    /// Sets the attribute named `key` from its stored form.
+    ///
+    /// Traps if the entity has no such attribute or the value does not fit its type.
+    ///
+    /// - Important: Call on the context's queue.
+    public final func setValue(_ value: StoredValue, forKey key: String) {
+        _confinement.check(_subjectDescription)
+        let index = _index(ofKey: key)
+        let attribute = entity.attributes[index]
+        guard value.fits(attribute.type, isOptional: attribute.isOptional) else {
+            fatalError(
+                "QueueData: \(value) does not fit \(entity.name).\(key), of type "
+                    + "\(attribute.type.rawValue)\(attribute.isOptional ? "?" : "")")
+        }
+        _setValue(value, at: index)
+    }
+
+    private func _index(ofKey key: String) -> Int {
+        guard let index = entity.index(ofAttribute: key) else {
+            fatalError("QueueData: entity '\(entity.name)' has no attribute '\(key)'")
+        }
+        return index
+    }
+
+    // MARK: Hashable
+
+    /// Identity: a context holds one instance per object.
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool {
+        lhs === rhs
+    }
+
+    /// Hashes the object's identity.
+    public final func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(self))
+    }
+
+    // MARK: Internals used by the attribute accessors
+
+    /// What trap messages call this object.
+    @usableFromInline
+    final var _subjectDescription: String {
+        "a \(entity.name) object"
+    }
+
+    @inlinable
+    final func _setValue(_ value: StoredValue, at slot: Int) {
+        let pointer = _values + slot
+        if pointer.pointee == value {
+            return
+        }
+        _willChangeValue(at: slot)
+        pointer.pointee = value
+    }
+
+    /// Registers the first change of a committed object with its context, and refuses
+    /// changes to objects that left their context or are deleted.
+    @usableFromInline
+    final func _willChangeValue(at slot: Int) {
+        if _state.contains(.constructing) {
+            return
+        }
+        if _state.contains(.detached) {
+            fatalError(
+                "QueueData: \(entity.name).\(entity.attributes[slot].name) was set on an object that is no "
+                    + "longer in its context (it was deleted and saved, deleted by another context, "
+                    + "or discarded by rollback() or reset()). Fetch it again.")
+        }
+        if _state.contains(.deleted) {
+            fatalError(
+                "QueueData: \(entity.name).\(entity.attributes[slot].name) was set on a deleted object. "
+                    + "Call rollback() first to undo the deletion.")
+        }
+        if _state.contains(.inserted) || _state.contains(.updated) {
+            return
+        }
+        guard let context = _confinement.context else {
+            _confinement._trapNotConfined(_subjectDescription)
+        }
+        _state.insert(.updated)
+        context._registerUpdated(self)
+    }
+
+    @usableFromInline
+    final func _trapUndecodable(slot: Int, stored: StoredValue, error: (any Error)?) -> Never {
+        let attribute = entity.attributes[slot]
+        fatalError(
+            "QueueData: \(entity.name).\(attribute.name) holds \(stored), which cannot be read as its "
+                + "declared type\(error.map { ": \($0)" } ?? ""). A transformable type must stay "
+                + "decodable from what earlier versions stored.")
+    }
+
+    @usableFromInline
+    final func _trapUnencodable(slot: Int, error: any Error) -> Never {
+        fatalError(
+            "QueueData: the value set on \(entity.name).\(entity.attributes[slot].name) cannot be encoded "
+                + "as JSON: \(error)")
+    }
+}
+
+@available(*, unavailable, message: "Managed objects are confined to their context's queue; pass objectID instead")
+extension ManagedObject: Sendable {}
+
+/// What a context knows about one of its objects.
+struct ObjectState: OptionSet {
+    let rawValue: UInt8
+
+    /// Inserted and not saved.
+    static let inserted = ObjectState(rawValue: 1 << 0)
+    /// Has unsaved attribute changes (registered in the context's updated objects).
+    static let updated = ObjectState(rawValue: 1 << 1)
+    /// Deleted (pending, or saved/merged when also `detached`).
+    static let deleted = ObjectState(rawValue: 1 << 2)
+    /// No longer registered in its context: reads still work, writes trap.
+    static let detached = ObjectState(rawValue: 1 << 3)
+    /// Being constructed: attribute writes are initial values, not changes.
+    static let constructing = ObjectState(rawValue: 1 << 4)
+}
+
+/// The parameters of a ``ManagedObject`` under construction. Only QueueData creates these.
+public struct ObjectConstruction: Sendable {
+    let entity: EntityDescription
+    let confinement: QueueConfinement
+    let objectID: ObjectID
+    let values: [StoredValue]?
+    let snapshot: [StoredValue]?
+    let snapshotVersion: Int64
+    let isPrototype: Bool
+}
+
+extension ManagedObject {
+    /// Constructs an object of `entity`'s class, handing out attribute slots from 0.
+    static func _make(
+        entity: EntityDescription,
+        confinement: QueueConfinement,
+        objectID: ObjectID,
+        values: [StoredValue]?,
+        snapshot: [StoredValue]?,
+        snapshotVersion: Int64
+    ) -> ManagedObject {
+        let saved = qd_attribute_slot_get()
+        qd_attribute_slot_set(0)
+        defer { qd_attribute_slot_set(saved) }
+        let object = entity.managedObjectClass.init(
+            ObjectConstruction(
+                entity: entity, confinement: confinement, objectID: objectID, values: values,
+                snapshot: snapshot, snapshotVersion: snapshotVersion, isPrototype: false))
+        object._state.remove(.constructing)
+        return object
+    }
+}

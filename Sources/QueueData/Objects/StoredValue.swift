@@ -1,0 +1,76 @@
+import Foundation
+
+/// One attribute value as a row stores it: a small, `Sendable` tagged union.
+///
+/// Rows are arrays of `StoredValue`s indexed by attribute (typed slots, not dictionaries).
+/// Every integer width is stored as `.integer`, `Float` as `.double`, and `Codable` values
+/// (transformable attributes) as their JSON encoding in `.data`. Custom stores read and write
+/// rows in this form; ``AttributeType`` says which case an attribute holds.
+public enum StoredValue: Sendable, Hashable {
+    /// No value: only optional attributes hold it.
+    case null
+    /// A Boolean attribute.
+    case bool(Bool)
+    /// An integer attribute of any width (`Int`, `Int16`, `Int32`, `Int64`).
+    case integer(Int64)
+    /// A `Double` or `Float` attribute.
+    case double(Double)
+    /// A `String` attribute.
+    case string(String)
+    /// A `Date` attribute.
+    case date(Date)
+    /// A `Data` attribute, or the JSON encoding of a transformable (`Codable`) attribute.
+    case data(Data)
+    /// A `UUID` attribute.
+    case uuid(UUID)
+    /// A `URL` attribute.
+    case url(URL)
+    /// A `Decimal` attribute.
+    case decimal(Decimal)
+
+    /// Whether this is ``null``.
+    @inlinable
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// Whether this value can be stored in an attribute of the given type.
+    ///
+    /// `.null` fits only optional attributes.
+    public func fits(_ type: AttributeType, isOptional: Bool) -> Bool {
+        switch (self, type) {
+        case (.null, _): return isOptional
+        case (.bool, .boolean): return true
+        case (.integer(let value), .integer16): return Int16(exactly: value) != nil
+        case (.integer(let value), .integer32): return Int32(exactly: value) != nil
+        case (.integer, .integer64): return true
+        case (.double, .double), (.double, .float): return true
+        case (.string, .string): return true
+        case (.date, .date): return true
+        case (.data, .binaryData), (.data, .transformable): return true
+        case (.uuid, .uuid): return true
+        case (.url, .uri): return true
+        case (.decimal, .decimal): return true
+        default: return false
+        }
+    }
+}
+
+extension StoredValue: CustomStringConvertible {
+    /// A short, human-readable form of the value, for messages and debugging.
+    public var description: String {
+        switch self {
+        case .null: return "nil"
+        case .bool(let value): return String(value)
+        case .integer(let value): return String(value)
+        case .double(let value): return String(value)
+        case .string(let value): return String(reflecting: value)
+        case .date(let value): return value.formatted(.iso8601)
+        case .data(let value): return "\(value.count) bytes"
+        case .uuid(let value): return value.uuidString
+        case .url(let value): return value.absoluteString
+        case .decimal(let value): return value.description
+        }
+    }
+}

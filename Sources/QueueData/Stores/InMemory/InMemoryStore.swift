@@ -1,0 +1,66 @@
+import Foundation
+
+/// A store that keeps its rows in memory, for tests and caches.
+///
+/// Its contents live as long as the store object: reopening the same instance (for example
+/// through ``StoreType/custom(_:)`` returning it again) finds every committed row, while
+/// ``StoreType/inMemory`` gives each load a new, empty store. Only one manager can have an
+/// instance open at a time.
+public final class InMemoryStore: PersistentStore {
+    private var metadata: StoreMetadata?
+    private var schema: [EntityDescription] = []
+    private var rows: [String: [Int64: [StoredValue]]] = [:]
+    private var isOpen = false
+
+    /// Creates an empty in-memory store.
+    public init() {}
+
+    /// Returns the rows committed so far; a new store records `model`'s version hash.
+    ///
+    /// - Throws: ``StoreError/Code/locked`` if the store is already open.
+    public func open(for model: ManagedObjectModel) throws -> StoreContents {
+        guard !isOpen else {
+            throw StoreError(.locked, "This in-memory store is already open in another manager; close it first.")
+        }
+        if metadata == nil {
+            let empty = StoreContents.empty(for: model)
+            metadata = empty.metadata
+            schema = empty.schema
+        }
+        isOpen = true
+        var contents: [String: [StoredRow]] = [:]
+        for (entityName, entityRows) in rows {
+            contents[entityName] = entityRows.map { StoredRow(primaryKey: $0.key, values: $0.value) }
+        }
+        return StoreContents(metadata: metadata!, schema: schema, rows: contents)
+    }
+
+    /// Applies the change set to the rows in memory.
+    ///
+    /// - Throws: ``StoreError/Code/closed`` if the store is not open.
+    public func commit(_ changes: ChangeSet) throws {
+        guard isOpen, var metadata else {
+            throw StoreError(.closed, "The in-memory store is closed.")
+        }
+        for entity in changes.entities {
+            var entityRows = rows[entity.entityName, default: [:]]
+            for row in entity.inserted {
+                entityRows[row.primaryKey] = row.values
+            }
+            for update in entity.updated {
+                entityRows[update.primaryKey] = update.values
+            }
+            for primaryKey in entity.deleted {
+                entityRows[primaryKey] = nil
+            }
+            rows[entity.entityName] = entityRows
+        }
+        metadata.nextPrimaryKeys.merge(changes.nextPrimaryKeys) { Swift.max($0, $1) }
+        self.metadata = metadata
+    }
+
+    /// Closes the store; its rows stay in memory for a later ``open(for:)``.
+    public func close() {
+        isOpen = false
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// A place where committed rows live: the backend behind a ``ContextManager``.
+///
+/// QueueData ships ``InMemoryStore``; ``StoreType/custom(_:)`` plugs in your own. The
+/// protocol is small on purpose — what a coordinator needs and nothing more: open and load
+/// everything, commit one change set durably, close.
+///
+/// ## Implementation requirements
+///
+/// - The coordinator calls every method on its own private serial queue, one call at a
+///   time; a store needs no synchronization of its own, and must not call back into
+///   QueueData.
+/// - ``open(for:)`` is called once, before anything else. It creates the store if it does
+///   not exist, and returns everything the store holds: its metadata (a store identifier
+///   that never changes, the version hash of the model it was written with, the next primary
+///   key of each entity), the schema its rows follow, and the rows. It must not modify an
+///   existing store that it cannot read: throw ``StoreError`` (`.corrupted`,
+///   `.unsupportedFormat`, `.locked`, `.io`) and leave the files as they were.
+/// - ``commit(_:)`` either records the whole change set or throws; it must not return
+///   before the change set would survive a crash (for file stores: after `fsync`). After a
+///   failed write the store may be in an unknown state: refuse later commits with
+///   ``StoreError/Code/closed`` until it is reopened, rather than report success.
+///   Record ``ChangeSet/nextPrimaryKeys`` so that keys are never reused after a reopen.
+/// - ``close()`` releases files and locks; it may be called more than once. Nothing is
+///   called after it, except ``open(for:)`` on a store that supports reopening.
+/// - Rows returned by ``open(for:)`` may be in any order; their values follow the returned
+///   schema, which the coordinator maps onto the current model by attribute name.
+public protocol PersistentStore: AnyObject {
+    /// Opens the store (creating it if needed) and returns everything it holds.
+    ///
+    /// - Parameter model: The model the store is opened with; a new store records its
+    ///   ``ManagedObjectModel/versionHash`` and entities.
+    /// - Throws: ``StoreError`` when the store cannot be read; the store is left untouched.
+    func open(for model: ManagedObjectModel) throws -> StoreContents
+
+    /// Records one change set durably.
+    ///
+    /// - Throws: ``StoreError`` when the change set could not be recorded in full.
+    func commit(_ changes: ChangeSet) throws
+
+    /// Closes the store, releasing files and locks.
+    func close()
+}

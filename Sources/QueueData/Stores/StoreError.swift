@@ -1,0 +1,75 @@
+import Foundation
+
+/// A store could not be opened, read or written.
+///
+/// Failures to open never modify the store's files: a corrupt, locked, unreadable or
+/// incompatible store stays as it was, so it can be inspected, repaired or opened by the
+/// right version of the app. A failed commit leaves the saving context's changes in place.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a stable, comparable code (an extensible set).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
+        public let rawValue: String
+        /// Creates a code from its name.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
+        public var description: String { rawValue }
+
+        /// The store's data is damaged; ``StoreError/offset`` says where, when known.
+        public static let corrupted = Code(rawValue: "corrupted")
+        /// Another manager or process has the store open.
+        public static let locked = Code(rawValue: "locked")
+        /// The file is not a store of this kind, or was written by a newer format version.
+        public static let unsupportedFormat = Code(rawValue: "unsupportedFormat")
+        /// The store was written with a different model and cannot be migrated.
+        public static let incompatibleModel = Code(rawValue: "incompatibleModel")
+        /// A file-system operation failed (permissions, disk full, I/O error).
+        public static let io = Code(rawValue: "io")
+        /// The store was closed (its manager was closed), or refuses commits after a failed write.
+        public static let closed = Code(rawValue: "closed")
+        /// The manager's configuration is unusable (for example, an invalid store name).
+        public static let invalidConfiguration = Code(rawValue: "invalidConfiguration")
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A sentence for humans: what happened and what to do.
+    public var message: String
+    /// The file concerned, if any.
+    public var url: URL?
+    /// The byte offset of the problem in `url`, for corruption.
+    public var offset: Int64?
+    /// The underlying error, if any.
+    public var underlyingError: (any Error)?
+
+    /// Creates an error.
+    public init(
+        _ code: Code,
+        _ message: String,
+        url: URL? = nil,
+        offset: Int64? = nil,
+        underlyingError: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.url = url
+        self.offset = offset
+        self.underlyingError = underlyingError
+    }
+
+    /// `StoreError(code): message (path, offset)`.
+    public var description: String {
+        var text = "StoreError(\(code)): \(message)"
+        if let url {
+            text += " [\(url.path)"
+            if let offset {
+                text += " at offset \(offset)"
+            }
+            text += "]"
+        }
+        if let underlyingError {
+            text += " (\(underlyingError))"
+        }
+        return text
+    }
+}
