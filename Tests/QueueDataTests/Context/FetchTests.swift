@@ -1,0 +1,175 @@
+import Foundation
+import QueueData
+import Testing
+
+@Suite("Fetching")
+struct FetchTests {
+    let manager = makeManager()
+    let context: ManagedObjectContext
+    let names = ["Paris", "Berlin", "Athens", "Rome", "Oslo", "Cairo", "Lima", "Quito"]
+
+    init() throws {
+        context = try makeContext(manager, "fetch")
+        try seedDestinations(context, names)  // ratings 0...7 in this order
+    }
+
+    @Test("a predicate filters and objects come in insertion order without sort descriptors")
+    func predicate() throws {
+        let result = try context.performAndWait {
+            try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating >= 5 })).map(\.name)
+        }
+        #expect(result == ["Cairo", "Lima", "Quito"])
+        let all = try context.performAndWait { try context.fetch(FetchRequest<Destination>()).map(\.name) }
+        #expect(all == names)
+    }
+
+    @Test("sort descriptors order ascending, descending and by several keys")
+    func sorting() throws {
+        try context.performAndWait {
+            let ascending = try context.fetch(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)]))
+            #expect(ascending.map(\.name) == names.sorted())
+            let descending = try context.fetch(
+                FetchRequest<Destination>(sortBy: [SortDescriptor(\.rating, order: .reverse)]))
+            #expect(descending.map(\.name) == names.reversed())
+            for (index, object) in try context.fetch(FetchRequest<Destination>()).enumerated() {
+                object.country = index.isMultiple(of: 2) ? "even" : "odd"
+            }
+            let twoKeys = try context.fetch(
+                FetchRequest<Destination>(sortBy: [SortDescriptor(\.country), SortDescriptor(\.name, order: .reverse)]))
+            #expect(twoKeys.map(\.name) == ["Paris", "Oslo", "Lima", "Athens", "Rome", "Quito", "Cairo", "Berlin"])
+        }
+    }
+
+    @Test("fetchLimit and fetchOffset page through the sorted results", arguments: [
+        (0, 0, 8), (3, 0, 3), (3, 2, 3), (0, 6, 2), (5, 6, 2), (4, 8, 0), (2, 100, 0),
+    ])
+    func paging(limit: Int, offset: Int, expectedCount: Int) throws {
+        let sorted = names.sorted()
+        let result = try context.performAndWait {
+            try context.fetch(
+                FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)], fetchLimit: limit, fetchOffset: offset)
+            ).map(\.name)
+        }
+        #expect(result.count == expectedCount)
+        #expect(result == Array(sorted.dropFirst(offset).prefix(expectedCount)))
+        let unsorted = try context.performAndWait {
+            try context.fetch(FetchRequest<Destination>(fetchLimit: limit, fetchOffset: offset)).map(\.name)
+        }
+        #expect(unsorted == Array(names.dropFirst(offset).prefix(expectedCount)))
+        let count = try context.performAndWait {
+            try context.count(for: FetchRequest<Destination>(fetchLimit: limit, fetchOffset: offset))
+        }
+        #expect(count == expectedCount)
+    }
+
+    @Test("unsaved inserts that match are returned, unsaved deletes are not")
+    func pendingChanges() throws {
+        try context.performAndWait {
+            let inserted = context.insert(Destination.self)
+            inserted.name = "Nairobi"
+            inserted.rating = 9
+            let rome = try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.name == "Rome" }))[0]
+            context.delete(rome)
+            let athens = try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.name == "Athens" }))[0]
+            athens.rating = 100
+
+            let high = try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating >= 3 }))
+            #expect(high.map(\.name) == ["Athens", "Oslo", "Cairo", "Lima", "Quito", "Nairobi"])
+            #expect(try context.count(for: FetchRequest<Destination>()) == 8)
+            #expect(try context.count(for: FetchRequest<Destination>(predicate: #Predicate { $0.rating >= 3 })) == 6)
+
+            var committedOnly = FetchRequest<Destination>(predicate: #Predicate { $0.rating >= 3 })
+            committedOnly.includesPendingChanges = false
+            #expect(try context.fetch(committedOnly).map(\.name) == ["Rome", "Oslo", "Cairo", "Lima", "Quito"])
+            committedOnly.predicate = nil
+            #expect(try context.count(for: committedOnly) == 8)
+        }
+    }
+
+    @Test("fetching the same object twice returns the same instance (identity map)")
+    func identityMap() throws {
+        try context.performAndWait {
+            let first = try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.name == "Oslo" }))
+            let second = try context.fetch(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)]))
+            let oslo = try #require(second.first { $0.name == "Oslo" })
+            #expect(first[0] === oslo)
+            #expect(context.object(with: oslo.objectID) === oslo)
+            #expect(context.registeredObjects.count == names.count)
+        }
+    }
+
+    @Test("only matching rows are registered; IDs and counts register nothing")
+    func nonMatchingRowsStayUnregistered() throws {
+        let reader = try makeContext(manager, "reader")
+        try reader.performAndWait {
+            let ids = try reader.fetchObjectIDs(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)]))
+            #expect(ids.count == names.count)
+            #expect(try reader.count(for: FetchRequest<Destination>(predicate: #Predicate { $0.rating > 1 })) == 6)
+            #expect(reader.registeredObjects.isEmpty)
+            let two = try reader.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating < 2 }))
+            #expect(two.count == 2)
+            #expect(reader.registeredObjects.count == 2)
+            #expect((reader.object(with: ids[0]) as? Destination)?.name == "Athens")
+        }
+    }
+
+    @Test("a fetch for a class includes its subclasses' entities unless told otherwise")
+    func subentities() throws {
+        try context.performAndWait {
+            context.insert(Vehicle.self).wheels = 3
+            let bicycle = context.insert(Bicycle.self)
+            bicycle.wheels = 2
+            bicycle.gears = 21
+            try context.save()
+            let vehicles = try context.fetch(FetchRequest<Vehicle>(sortBy: [SortDescriptor(\.wheels)]))
+            #expect(vehicles.map(\.wheels) == [2, 3])
+            #expect(vehicles.first is Bicycle)
+            let exact = try context.fetch(FetchRequest<Vehicle>(includesSubentities: false))
+            #expect(exact.map(\.wheels) == [3])
+            let bicycles = try context.fetch(FetchRequest<Bicycle>(predicate: #Predicate { $0.gears > 10 }))
+            #expect(bicycles.map(\.gears) == [21])
+        }
+    }
+
+    @Test("object(with:) and existingObject(with:as:) find saved objects and report missing ones")
+    func lookups() throws {
+        let reader = try makeContext(manager, "lookups")
+        let ids = try reader.performAndWait { try reader.fetchObjectIDs(FetchRequest<Destination>()) }
+        try reader.performAndWait {
+            let paris = try reader.existingObject(with: ids[0], as: Destination.self)
+            #expect(paris.name == "Paris")
+            #expect {
+                try reader.existingObject(with: ids[0], as: Trip.self)
+            } throws: { error in
+                (error as? ContextError)?.code == .wrongType
+            }
+            reader.delete(paris)
+            try reader.save()
+            #expect(reader.object(with: ids[0]) == nil)
+            #expect {
+                try reader.existingObject(with: ids[0], as: Destination.self)
+            } throws: { error in
+                (error as? ContextError)?.code == .objectNotFound && (error as? ContextError)?.objectID == ids[0]
+            }
+        }
+    }
+
+    @Test("a predicate that throws makes the fetch throw")
+    func throwingPredicate() {
+        context.performAndWait {
+            let request = FetchRequest<Destination>(predicate: #Predicate { [0, 1][$0.rating] == 1 })
+            #expect(throws: (any Error).self) {
+                try context.fetch(request)
+            }
+        }
+    }
+
+    @Test("fetching does not mutate the request")
+    func requestUnchanged() throws {
+        let request = FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)], fetchLimit: 2, fetchOffset: 1)
+        let copy = request
+        _ = try context.performAndWait { try context.fetch(request) }
+        #expect(request.fetchLimit == copy.fetchLimit && request.fetchOffset == copy.fetchOffset)
+        #expect(request.sortDescriptors == copy.sortDescriptors)
+    }
+}
