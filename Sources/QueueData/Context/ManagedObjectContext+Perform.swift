@@ -6,6 +6,9 @@ extension ManagedObjectContext {
     /// Callable from any thread. Inside the block, the context and its objects may be used
     /// freely (and their confinement checks are cheapest). Errors cannot escape a
     /// fire-and-forget block: handle them inside it, or use the `async` form.
+    ///
+    /// In `async` code, Swift prefers the `async` overload of `perform`, which waits for the
+    /// block; call this one from synchronous code to schedule work without waiting.
     public func perform(_ block: sending @escaping () -> Void) {
         checkUsable()
         let confinement = self.confinement

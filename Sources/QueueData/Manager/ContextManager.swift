@@ -20,6 +20,10 @@ public final class ContextManager: @unchecked Sendable {
     public static let shared = ContextManager()
 
     private let registryQueue = DispatchQueue(label: "QueueData.ContextManager")
+    /// Marks the queues this manager made contexts for. `DispatchQueue` wrappers are not
+    /// unique (on Linux, every `DispatchQueue.main` is a new object), but a queue's specifics
+    /// belong to the queue itself.
+    private let queueMarkerKey = DispatchSpecificKey<QueueMarker>()
     // Confined to `registryQueue`:
     private var storedDelegate: (any ContextManagerDelegate)?
     private var coordinator: StoreCoordinator?
@@ -122,10 +126,14 @@ public final class ContextManager: @unchecked Sendable {
 
     private func context(for queue: DispatchQueue) throws -> ManagedObjectContext {
         let coordinator = try loadedCoordinator()
-        let key = ObjectIdentifier(queue)
-        if let existing = contexts[key]?.context, existing.confinement.isValid {
+        if let marker = queue.getSpecific(key: queueMarkerKey),
+            let existing = contexts[ObjectIdentifier(marker)]?.context, existing.confinement.isValid
+        {
             return existing
         }
+        let marker = QueueMarker()
+        queue.setSpecific(key: queueMarkerKey, value: marker)
+        let key = ObjectIdentifier(marker)
         let context = ManagedObjectContext(
             queue: queue, name: nil, coordinator: coordinator,
             onDeinit: { [weak self] in
@@ -136,7 +144,7 @@ public final class ContextManager: @unchecked Sendable {
                     }
                 }
             })
-        contexts[key] = WeakContext(context: context)
+        contexts[key] = WeakContext(context: context, marker: marker)
         return context
     }
 
@@ -177,4 +185,9 @@ public final class ContextManager: @unchecked Sendable {
 /// A registry entry: contexts belong to their creators.
 private struct WeakContext {
     weak var context: ManagedObjectContext?
+    /// Keeps the key (the marker's identity) unique while the entry exists.
+    let marker: QueueMarker
 }
+
+/// Identifies a queue to a manager, stored in the queue's specifics.
+private final class QueueMarker: Sendable {}

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 
 /// A store that keeps its rows in memory, for tests and caches.
@@ -5,8 +6,13 @@ import Foundation
 /// Its contents live as long as the store object: reopening the same instance (for example
 /// through ``StoreType/custom(_:)`` returning it again) finds every committed row, while
 /// ``StoreType/inMemory`` gives each load a new, empty store. Only one manager can have an
-/// instance open at a time.
-public final class InMemoryStore: PersistentStore {
+/// instance open at a time; a second gets ``StoreError/Code/locked``.
+///
+/// `@unchecked Sendable`: all state lives on a private serial queue, so one instance can be
+/// captured by store factories and handed from manager to manager.
+public final class InMemoryStore: PersistentStore, @unchecked Sendable {
+    private let queue = DispatchQueue(label: "QueueData.InMemoryStore")
+    // Confined to `queue`:
     private var metadata: StoreMetadata?
     private var schema: [EntityDescription] = []
     private var rows: [String: [Int64: [StoredValue]]] = [:]
@@ -19,48 +25,52 @@ public final class InMemoryStore: PersistentStore {
     ///
     /// - Throws: ``StoreError/Code/locked`` if the store is already open.
     public func open(for model: ManagedObjectModel) throws -> StoreContents {
-        guard !isOpen else {
-            throw StoreError(.locked, "This in-memory store is already open in another manager; close it first.")
+        try queue.sync {
+            guard !isOpen else {
+                throw StoreError(.locked, "This in-memory store is already open in another manager; close it first.")
+            }
+            if metadata == nil {
+                let empty = StoreContents.empty(for: model)
+                metadata = empty.metadata
+                schema = empty.schema
+            }
+            isOpen = true
+            var contents: [String: [StoredRow]] = [:]
+            for (entityName, entityRows) in rows {
+                contents[entityName] = entityRows.map { StoredRow(primaryKey: $0.key, values: $0.value) }
+            }
+            return StoreContents(metadata: metadata!, schema: schema, rows: contents)
         }
-        if metadata == nil {
-            let empty = StoreContents.empty(for: model)
-            metadata = empty.metadata
-            schema = empty.schema
-        }
-        isOpen = true
-        var contents: [String: [StoredRow]] = [:]
-        for (entityName, entityRows) in rows {
-            contents[entityName] = entityRows.map { StoredRow(primaryKey: $0.key, values: $0.value) }
-        }
-        return StoreContents(metadata: metadata!, schema: schema, rows: contents)
     }
 
     /// Applies the change set to the rows in memory.
     ///
     /// - Throws: ``StoreError/Code/closed`` if the store is not open.
     public func commit(_ changes: ChangeSet) throws {
-        guard isOpen, var metadata else {
-            throw StoreError(.closed, "The in-memory store is closed.")
+        try queue.sync {
+            guard isOpen, var metadata else {
+                throw StoreError(.closed, "The in-memory store is closed.")
+            }
+            for entity in changes.entities {
+                var entityRows = rows[entity.entityName, default: [:]]
+                for row in entity.inserted {
+                    entityRows[row.primaryKey] = row.values
+                }
+                for update in entity.updated {
+                    entityRows[update.primaryKey] = update.values
+                }
+                for primaryKey in entity.deleted {
+                    entityRows[primaryKey] = nil
+                }
+                rows[entity.entityName] = entityRows
+            }
+            metadata.nextPrimaryKeys.merge(changes.nextPrimaryKeys) { Swift.max($0, $1) }
+            self.metadata = metadata
         }
-        for entity in changes.entities {
-            var entityRows = rows[entity.entityName, default: [:]]
-            for row in entity.inserted {
-                entityRows[row.primaryKey] = row.values
-            }
-            for update in entity.updated {
-                entityRows[update.primaryKey] = update.values
-            }
-            for primaryKey in entity.deleted {
-                entityRows[primaryKey] = nil
-            }
-            rows[entity.entityName] = entityRows
-        }
-        metadata.nextPrimaryKeys.merge(changes.nextPrimaryKeys) { Swift.max($0, $1) }
-        self.metadata = metadata
     }
 
     /// Closes the store; its rows stay in memory for a later ``open(for:)``.
     public func close() {
-        isOpen = false
+        queue.sync { isOpen = false }
     }
 }

@@ -1,0 +1,197 @@
+import Dispatch
+import Foundation
+import QueueData
+import Testing
+
+@testable import QueueData
+
+@Suite("Context manager")
+struct ContextManagerTests {
+    @Test("the same queue gets the same context while it lives; other queues get others")
+    func oneContextPerQueue() throws {
+        let manager = makeManager()
+        let queue = DispatchQueue(label: "import")
+        let first = try manager.createContext(for: queue)
+        #expect(try manager.createContext(for: queue) === first)
+        #expect(try manager.createContext(for: DispatchQueue(label: "import")) !== first)
+        #expect(first.name == "import")
+        #expect(first.queue === queue)
+        let a = try manager.createContext()
+        let b = try manager.createContext()
+        #expect(a !== b)
+        #expect(a.queue !== b.queue)
+    }
+
+    @Test("contexts are held weakly: a released one is replaced by a new one")
+    func contextsAreWeak() throws {
+        let manager = makeManager()
+        let queue = DispatchQueue(label: "weak")
+        weak var released: ManagedObjectContext?
+        do {
+            released = try manager.createContext(for: queue)
+        }
+        #expect(released == nil)
+        let replacement = try manager.createContext(for: queue)
+        #expect(replacement.queue === queue)
+        #expect(try manager.createContext(for: queue) === replacement)
+    }
+
+    @Test("the main context is one context, also when asked for by queue")
+    func mainContext() throws {
+        let manager = makeManager()
+        let main = try manager.mainContext
+        #expect(try manager.mainContext === main)
+        #expect(try manager.createContext(for: .main) === main)
+        #expect(main.name == DispatchQueue.main.label)
+    }
+
+    @Test("loading is lazy, idempotent, and close() makes the manager load again")
+    func loadAndClose() throws {
+        let store = InMemoryStore()
+        let manager = makeManager(storeType: .custom { _ in store })
+        #expect(!manager.isStoreLoaded)
+        try manager.loadPersistentStore()
+        try manager.loadPersistentStore()
+        #expect(manager.isStoreLoaded)
+        #expect(manager.managedObjectModel === testModel)
+        let context = try makeContext(manager, "before")
+        try seedDestinations(context, ["kept"])
+        manager.close()
+        #expect(!manager.isStoreLoaded)
+        let reopened = try makeContext(manager, "after")
+        #expect(reopened !== context)
+        let names = try reopened.performAndWait { try reopened.fetch(FetchRequest<Destination>()).map(\.name) }
+        #expect(names == ["kept"])
+        let next = try seedDestinations(reopened, ["new"])
+        #expect(next[0].primaryKey == 2)
+    }
+
+    @Test("a closed manager's context for a queue is replaced after reopening")
+    func reopenSameQueue() throws {
+        let manager = makeManager()
+        let queue = DispatchQueue(label: "reopen")
+        let before = try manager.createContext(for: queue)
+        manager.close()
+        let after = try manager.createContext(for: queue)
+        #expect(after !== before)
+    }
+
+    @Test("an in-memory store instance can be open in only one manager at a time")
+    func inMemoryStoreLocks() throws {
+        let store = InMemoryStore()
+        let first = makeManager(storeType: .custom { _ in store })
+        try first.loadPersistentStore()
+        let second = makeManager(storeType: .custom { _ in store })
+        #expect {
+            try second.loadPersistentStore()
+        } throws: { error in
+            (error as? StoreError)?.code == .locked
+        }
+        first.close()
+        try second.loadPersistentStore()
+    }
+
+    @Test("a store written with another model is refused, and opening never changes it")
+    func incompatibleModel() throws {
+        let store = InMemoryStore()
+        let original = makeManager(storeType: .custom { _ in store })
+        try seedDestinations(makeContext(original, "seed"), ["A"])
+        original.close()
+        let changed = makeManager(model: ManagedObjectModel([Item.self]), storeType: .custom { _ in store })
+        #expect {
+            try changed.createContext()
+        } throws: { error in
+            (error as? StoreError)?.code == .incompatibleModel
+        }
+        #expect(!changed.isStoreLoaded)
+        let again = makeManager(storeType: .custom { _ in store })
+        let context = try makeContext(again, "again")
+        #expect(try context.performAndWait { try context.count(for: FetchRequest<Destination>()) } == 1)
+    }
+
+    @Test("errors of the store factory are thrown from createContext")
+    func factoryErrors() {
+        let manager = makeManager(storeType: .custom { configuration in
+            throw StoreError(.invalidConfiguration, "no store for \(configuration.name)")
+        })
+        #expect {
+            try manager.createContext()
+        } throws: { error in
+            (error as? StoreError)?.code == .invalidConfiguration && "\(error)".contains("QueueDataTests")
+        }
+    }
+
+    @Test("invalid store names are refused", arguments: ["", ".", "..", "a/b", "../escape"])
+    func invalidStoreNames(_ name: String) {
+        let manager = ContextManager(delegate: TestStoreDelegate(name: name))
+        #expect {
+            try manager.loadPersistentStore()
+        } throws: { error in
+            (error as? StoreError)?.code == .invalidConfiguration
+        }
+    }
+
+    @Test("rows a store returns are mapped onto the model by attribute name and checked")
+    func loadingMapsAndChecksRows() throws {
+        let entity = try EntityDescription(
+            name: "Destination",
+            attributes: [
+                .init(name: "visited", type: .date, isOptional: true), .init(name: "rating", type: .integer64),
+                .init(name: "name", type: .string), .init(name: "country", type: .string),
+            ])
+        let model = ManagedObjectModel([Destination.self])
+        let metadata = StoreMetadata(storeIdentifier: UUID(), versionHash: model.versionHash, nextPrimaryKeys: ["Destination": 10])
+        let good = StoreContents(
+            metadata: metadata, schema: [entity],
+            rows: ["Destination": [StoredRow(primaryKey: 4, values: [.null, .integer(3), .string("Bern"), .string("CH")])]])
+        let manager = makeManager(model: model, storeType: .custom { _ in CannedStore(good) })
+        let context = try makeContext(manager, "mapped")
+        try context.performAndWait {
+            let all = try context.fetch(FetchRequest<Destination>())
+            #expect(all.map { "\($0.name) \($0.country) \($0.rating)" } == ["Bern CH 3"])
+            #expect(all[0].objectID.primaryKey == 4)
+            context.insert(Destination.self)
+            try context.save()
+            #expect(try context.fetchObjectIDs(FetchRequest<Destination>()).map(\.primaryKey) == [4, 10])
+        }
+
+        var bad = good
+        bad.rows = ["Destination": [StoredRow(primaryKey: 1, values: [.null, .string("three"), .string("Bern"), .string("CH")])]]
+        let corrupt = CannedStore(bad)
+        let failing = makeManager(model: model, storeType: .custom { _ in corrupt })
+        #expect {
+            try failing.loadPersistentStore()
+        } throws: { error in
+            (error as? StoreError)?.code == .corrupted && "\(error)".contains("rating")
+        }
+        #expect(corrupt.isClosed)
+    }
+
+    @Test("the default store directory follows the XDG base directory specification")
+    func defaultDirectory() {
+        #expect(
+            ContextManager.defaultStoreDirectory(name: "Travel", environment: ["XDG_DATA_HOME": "/data", "HOME": "/home/u"]).path
+                == "/data/Travel")
+        #expect(
+            ContextManager.defaultStoreDirectory(name: "Travel", environment: ["XDG_DATA_HOME": "relative", "HOME": "/home/u"]).path
+                == "/home/u/.local/share/Travel")
+        #expect(ContextManager.defaultStoreDirectory(name: "Travel", environment: ["HOME": "/home/u"]).path == "/home/u/.local/share/Travel")
+    }
+
+    @Test("a delegate that states nothing gets every default")
+    func delegateDefaults() {
+        struct Bare: ContextManagerDelegate {}
+        let bare = Bare()
+        #expect(bare.managedObjectModel.entities.isEmpty)
+        #expect(bare.persistentStoreName == ProcessInfo.processInfo.processName)
+        #expect(bare.persistentStoreType.description == "inMemory")
+        #expect(bare.shouldUseAutomaticLightweightMigration)
+        #expect(bare.seedStoreURL == nil)
+        #expect(bare.storeDirectory.lastPathComponent == bare.persistentStoreName)
+    }
+
+    @Test("the shared manager is one instance")
+    func shared() {
+        #expect(ContextManager.shared === ContextManager.shared)
+    }
+}
