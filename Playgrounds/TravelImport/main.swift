@@ -83,7 +83,9 @@ try await importer.perform {
 
 try await viewer.perform {
     let kyoto = try viewer.existingObject(with: kyotoID, as: Destination.self)
-    print("Viewer's Kyoto, without refetching: rating \(kyoto.rating), visited \(kyoto.visited == nil ? "never" : "yes").")
+    print(
+        "Viewer's Kyoto, without refetching: rating \(kyoto.rating), visited \(kyoto.visited == nil ? "never" : "yes")."
+    )
     let remaining = try viewer.count(for: FetchRequest<Destination>())
     let best = try viewer.fetch(
         FetchRequest<Destination>(predicate: #Predicate { $0.rating >= 4 }, sortBy: [SortDescriptor(\.name)]))

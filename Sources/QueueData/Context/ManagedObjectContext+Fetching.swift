@@ -14,12 +14,11 @@ extension ManagedObjectContext {
         checkConfined()
         return try confinement.withMarkedBlock {
             let objects = try matchingObjects(request)
-            return objects.map { object in
-                if object._state.contains(.detached) {
-                    register(object)
-                }
-                return object
+            reserveRegistryCapacity(for: objects)
+            for object in objects where object._state.contains(.detached) {
+                register(object)
             }
+            return objects
         }
     }
 
@@ -51,6 +50,17 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Grows the identity map once for a large fetch instead of rehashing as it fills.
+    private func reserveRegistryCapacity<Result: ManagedObject>(for objects: [Result]) {
+        guard objects.count > 64, let first = objects.first, let entityIndex = first._objectID.key.entityIndex else {
+            return
+        }
+        let needed = registry[entityIndex].count + objects.count
+        if registry[entityIndex].capacity < needed {
+            registry[entityIndex].reserveCapacity(needed)
+        }
+    }
+
     // MARK: Evaluation
 
     /// A match found by the scan: a registered object, or a committed row not yet registered.
@@ -75,7 +85,7 @@ extension ManagedObjectContext {
             return candidates[page].map { unsafeDowncast(object(for: $0), to: Result.self) }
         }
         var objects = candidates.map { unsafeDowncast(object(for: $0), to: Result.self) }
-        objects.sort(using: request.sortDescriptors)
+        objects.sortByExtractedKeys(using: request.sortDescriptors)
         return Array(objects[pageRange(count: objects.count, request)])
     }
 
@@ -172,7 +182,8 @@ extension ManagedObjectContext {
             guard !indexes.isEmpty else {
                 fatalError("QueueData: the model has no entity named '\(entityName)'.")
             }
-            for index in indexes where !model.entities[index].isKind(of: Result.self) && Result.self != ManagedObject.self {
+            for index in indexes
+            where !model.entities[index].isKind(of: Result.self) && Result.self != ManagedObject.self {
                 fatalError(
                     "QueueData: a FetchRequest<\(Result.self)> cannot fetch '\(entityName)', whose objects are "
                         + "\(model.entities[index].managedObjectClass); use FetchRequest<ManagedObject>.")

@@ -55,7 +55,9 @@ extension ManagedObjectContext {
         let work = UncheckedSendableBox(block)
         let outcome: Swift.Result<Result, Failure> = await withCheckedContinuation { continuation in
             queue.async {
-                let outcome = confinement.withMarkedBlock { Swift.Result { () throws(Failure) -> Result in try work.value() } }
+                let outcome = confinement.withMarkedBlock {
+                    Swift.Result { () throws(Failure) -> Result in try work.value() }
+                }
                 continuation.resume(returning: outcome)
             }
         }

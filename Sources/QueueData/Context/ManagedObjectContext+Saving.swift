@@ -212,7 +212,9 @@ extension ManagedObjectContext {
         let entityIndex = object._objectID.key.entityIndex!
         let key = object._objectID.rawValue
         let coordinator = self.coordinator
-        let row = try? coordinator.queue.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
+        let row = try? coordinator.queue.sync {
+            try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key)
+        }
         guard let row = row ?? nil else {
             unregister(object)
             object._state = [.deleted, .detached]

@@ -149,7 +149,8 @@ final class StoreCoordinator: @unchecked Sendable {
             for (slot, value) in zip(update.changedSlots, update.changedValues) {
                 values[slot] = value
             }
-            updatedRows.append(CommittedRow(primaryKey: update.primaryKey, version: current.version + 1, values: values))
+            updatedRows.append(
+                CommittedRow(primaryKey: update.primaryKey, version: current.version + 1, values: values))
         }
         guard conflicts.isEmpty else {
             throw MergeConflictError(conflicts: conflicts)
@@ -165,32 +166,25 @@ final class StoreCoordinator: @unchecked Sendable {
         }
         let liveDeletes = request.deletes.filter { tables[$0.entityIndex].row(for: $0.primaryKey) != nil }
 
-        var changes: [Int: ChangeSet.EntityChanges] = [:]
-        func entityChanges(_ index: Int) -> ChangeSet.EntityChanges {
-            changes[index] ?? ChangeSet.EntityChanges(entityName: model.entities[index].name)
-        }
+        // Built in place, one array per entity: appending to a copy taken out of a
+        // dictionary would copy the whole array on every append.
+        var changes = model.entities.map { ChangeSet.EntityChanges(entityName: $0.name) }
         for (insert, row) in zip(request.inserts, insertedRows) {
-            var entry = entityChanges(insert.entityIndex)
-            entry.inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
-            changes[insert.entityIndex] = entry
+            changes[insert.entityIndex].inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
         }
         for (update, row) in zip(request.updates, updatedRows) {
-            var entry = entityChanges(update.entityIndex)
-            entry.updated.append(
-                ChangeSet.RowUpdate(primaryKey: row.primaryKey, changedAttributes: update.changedSlots, values: row.values))
-            changes[update.entityIndex] = entry
+            changes[update.entityIndex].updated.append(
+                ChangeSet.RowUpdate(
+                    primaryKey: row.primaryKey, changedAttributes: update.changedSlots, values: row.values))
         }
         for delete in liveDeletes {
-            var entry = entityChanges(delete.entityIndex)
-            entry.deleted.append(delete.primaryKey)
-            changes[delete.entityIndex] = entry
+            changes[delete.entityIndex].deleted.append(delete.primaryKey)
         }
         var nextPrimaryKeys: [String: Int64] = [:]
         for (index, key) in nextKeys.enumerated() where key != tables[index].nextPrimaryKey {
             nextPrimaryKeys[model.entities[index].name] = key
         }
-        let changeSet = ChangeSet(
-            entities: changes.keys.sorted().map { changes[$0]! }, nextPrimaryKeys: nextPrimaryKeys)
+        let changeSet = ChangeSet(entities: changes.filter { !$0.isEmpty }, nextPrimaryKeys: nextPrimaryKeys)
         if !changeSet.entities.isEmpty {
             try store.commit(changeSet)
         }

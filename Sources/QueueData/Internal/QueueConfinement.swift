@@ -1,7 +1,6 @@
+internal import CQueueDataShims
 import Dispatch
 import Synchronization
-
-internal import CQueueDataShims
 
 /// The queue a context and its objects are confined to, and the check that enforces it.
 ///
@@ -62,15 +61,24 @@ final class QueueConfinement: @unchecked Sendable {
     /// Checks that the caller runs on the queue and that the confinement is still valid;
     /// traps with a message naming `subject` otherwise.
     ///
-    /// - Complexity: a thread-local load inside the context's own blocks; a
-    ///   `DispatchQueue.getSpecific` call elsewhere.
+    /// - Complexity: a thread-local load and an atomic load inside the context's own
+    ///   blocks; a `DispatchQueue.getSpecific` call elsewhere.
     @inlinable @inline(__always)
     func check(_ subject: @autoclosure () -> String) {
-        if _currentConfinementToken() != token || state.load(ordering: .relaxed) != 0 {
-            if !_isConfinedSlowPath() {
-                _trapNotConfined(subject())
-            }
+        if !_isMarkedCurrent() && !_isConfinedSlowPath() {
+            _trapNotConfined(subject())
         }
+    }
+
+    /// The fast path of `check`: the innermost context block on this thread is one of ours,
+    /// and the confinement is valid.
+    ///
+    /// `@_effects(readonly)`: it only reads (thread-local and atomic state), which lets
+    /// inlined callers skip retaining the object they check around the call — an atomic load
+    /// in the caller itself would not. Its result is always used, so it is never removed.
+    @usableFromInline @_effects(readonly)
+    func _isMarkedCurrent() -> Bool {
+        qd_confinement_current() == token && state.load(ordering: .relaxed) == State.valid.rawValue
     }
 
     /// The slow path of `check`: the caller may run on the queue without being inside one of
@@ -101,7 +109,7 @@ final class QueueConfinement: @unchecked Sendable {
 
     /// Whether the caller currently runs where this confinement admits it.
     var isCurrent: Bool {
-        (_currentConfinementToken() == token && isValid) || _isConfinedSlowPath()
+        _isMarkedCurrent() || _isConfinedSlowPath()
     }
 
     @usableFromInline
@@ -148,13 +156,4 @@ final class QueueConfinement: @unchecked Sendable {
 struct ConfinementFrame {
     let token: UnsafeRawPointer
     let previous: UnsafeRawPointer?
-}
-
-/// The token of the innermost context block on this thread.
-///
-/// `@_effects(readonly)` so that callers need not retain the object they check around the
-/// call; see `QueueConfinement._isConfinedSlowPath()`.
-@usableFromInline @_effects(readonly)
-func _currentConfinementToken() -> UnsafeRawPointer? {
-    qd_confinement_current()
 }

@@ -19,7 +19,9 @@ public struct StoreType: Sendable, CustomStringConvertible {
     /// ```swift
     /// var persistentStoreType: StoreType { .custom { configuration in MyStore(configuration) } }
     /// ```
-    public static func custom(_ makeStore: @escaping @Sendable (StoreConfiguration) throws -> any PersistentStore) -> StoreType {
+    public static func custom(_ makeStore: @escaping @Sendable (StoreConfiguration) throws -> any PersistentStore)
+        -> StoreType
+    {
         StoreType(kind: .custom(makeStore))
     }
 

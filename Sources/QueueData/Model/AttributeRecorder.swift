@@ -1,6 +1,5 @@
-import Foundation
-
 internal import CQueueDataShims
+import Foundation
 
 /// Collects the `@Attribute` declarations of a class while ``ManagedObjectModel`` constructs a
 /// prototype of it.

@@ -1,7 +1,6 @@
+internal import CQueueDataShims
 import Dispatch
 import Foundation
-
-internal import CQueueDataShims
 
 /// Discovers the entity of a `ManagedObject` subclass, once per class.
 ///

@@ -1,6 +1,5 @@
-import Foundation
-
 internal import CQueueDataShims
+import Foundation
 
 /// The base class of every persistent object.
 ///
@@ -23,18 +22,35 @@ internal import CQueueDataShims
 open class ManagedObject: Hashable {
     /// The object's entity.
     public final let entity: EntityDescription
-    /// The queue confinement of the object's context.
-    @usableFromInline
-    final let _confinement: QueueConfinement
-    /// The row: one slot per attribute, in the entity's order. Owned by this object.
-    @usableFromInline
-    final let _values: UnsafeMutablePointer<StoredValue>
     final var _objectID: ObjectID
     /// The committed values this context last saw (`nil` until an inserted object is saved).
     final var _snapshot: [StoredValue]?
     /// The committed version of `_snapshot`.
     final var _snapshotVersion: Int64 = 0
-    final var _state: ObjectState
+
+    // The fields every attribute access reads come last, next to the subclass's attribute
+    // storage, so that one access touches as few cache lines as possible.
+
+    /// The queue confinement of the object's context.
+    @usableFromInline
+    final let _confinement: QueueConfinement
+    /// The row: one slot per attribute, in the entity's order, owned by this object. The
+    /// slot before the first (`_values[-1]`) holds the object's ``ObjectState``, so that
+    /// the attribute setters can read it inline (a stored `var` would cost a dynamic
+    /// exclusivity check in the caller's module).
+    @usableFromInline
+    final let _values: UnsafeMutablePointer<StoredValue>
+
+    /// What the context knows about the object (stored in the row's header slot).
+    final var _state: ObjectState {
+        get {
+            guard case .integer(let bits) = (_values - 1).pointee else { return [] }
+            return ObjectState(rawValue: UInt8(truncatingIfNeeded: bits))
+        }
+        set {
+            (_values - 1).pointee = .integer(Int64(newValue.rawValue))
+        }
+    }
 
     /// Creates an object. Only QueueData can make an ``ObjectConstruction``: insert objects
     /// with ``ManagedObjectContext/insert(_:)`` instead of calling this.
@@ -59,8 +75,10 @@ open class ManagedObject: Hashable {
         self._objectID = construction.objectID
         self._snapshot = construction.snapshot
         self._snapshotVersion = construction.snapshotVersion
-        self._state = construction.isPrototype ? [.detached] : [.constructing]
-        self._values = .allocate(capacity: Swift.max(count, 1))
+        let storage = UnsafeMutablePointer<StoredValue>.allocate(capacity: count + 1)
+        let state: ObjectState = construction.isPrototype ? [.detached] : [.constructing]
+        storage.initialize(to: .integer(Int64(state.rawValue)))
+        self._values = storage + 1
         let source = construction.values ?? entity.defaultRow
         precondition(source.count == count, "QueueData: a row of \(entity.name) must have \(count) values")
         source.withUnsafeBufferPointer { buffer in
@@ -69,8 +87,9 @@ open class ManagedObject: Hashable {
     }
 
     deinit {
-        _values.deinitialize(count: entity.attributes.count)
-        _values.deallocate()
+        let storage = _values - 1
+        storage.deinitialize(count: entity.attributes.count + 1)
+        storage.deallocate()
     }
 
     /// The name of the entity this class represents: the class name, unless overridden.
@@ -227,11 +246,33 @@ open class ManagedObject: Hashable {
     @inlinable
     final func _setValue(_ value: StoredValue, at slot: Int) {
         let pointer = _values + slot
-        if pointer.pointee == value {
+        if StoredValue._isSame(value, at: pointer) {
             return
         }
-        _willChangeValue(at: slot)
-        pointer.pointee = value
+        if _canChangeWithoutRegistering && pointer.pointee._hasTrivialPayload {
+            // The common case, inline: no bookkeeping, nothing to release. (Any call here
+            // would make the optimizer retain and release the object around every set.)
+            pointer.initialize(to: value)
+        } else {
+            _setValueSlowly(value, at: slot)
+        }
+    }
+
+    /// Registers the change if needed and replaces a value that may hold a payload.
+    @usableFromInline
+    final func _setValueSlowly(_ value: StoredValue, at slot: Int) {
+        if !_canChangeWithoutRegistering {
+            _willChangeValue(at: slot)
+        }
+        _values[slot] = value
+    }
+
+    /// Whether a change needs no bookkeeping: the object is inserted or already updated (or
+    /// being constructed), and neither deleted nor detached.
+    @inlinable
+    final var _canChangeWithoutRegistering: Bool {
+        guard case .integer(let bits) = (_values - 1).pointee else { return false }
+        return bits & ObjectState._freelyWritableMask != 0 && bits & ObjectState._blockedMask == 0
     }
 
     /// Registers the first change of a committed object with its context, and refuses
@@ -283,8 +324,23 @@ open class ManagedObject: Hashable {
 extension ManagedObject: Sendable {}
 
 /// What a context knows about one of its objects.
-struct ObjectState: OptionSet {
+@usableFromInline
+struct ObjectState: OptionSet, Sendable {
+    @usableFromInline
     let rawValue: UInt8
+
+    @usableFromInline
+    init(rawValue: UInt8) {
+        self.rawValue = rawValue
+    }
+
+    /// States in which attributes change without registering the object: inserted,
+    /// updated, constructing.
+    @usableFromInline
+    static let _freelyWritableMask: Int64 = 0b1_0011
+    /// States in which a change must go through `_willChangeValue`: deleted, detached.
+    @usableFromInline
+    static let _blockedMask: Int64 = 0b0_1100
 
     /// Inserted and not saved.
     static let inserted = ObjectState(rawValue: 1 << 0)

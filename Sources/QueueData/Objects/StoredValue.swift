@@ -35,6 +35,44 @@ public enum StoredValue: Sendable, Hashable {
         return false
     }
 
+    /// Whether `value` is the value stored at `pointer`, bit for bit where it matters:
+    /// setting an attribute to the same value is not a change. (`0.0` and `-0.0` differ;
+    /// `NaN` equals itself.) Switching on the new value first lets a specialized setter
+    /// compare one payload without copying the stored value.
+    @inlinable
+    static func _isSame(_ value: StoredValue, at pointer: UnsafeMutablePointer<StoredValue>) -> Bool {
+        switch value {
+        case .integer(let new):
+            if case .integer(let old) = pointer.pointee { return old == new }
+            return false
+        case .double(let new):
+            if case .double(let old) = pointer.pointee { return old.bitPattern == new.bitPattern }
+            return false
+        case .bool(let new):
+            if case .bool(let old) = pointer.pointee { return old == new }
+            return false
+        case .date(let new):
+            if case .date(let old) = pointer.pointee {
+                return old.timeIntervalSinceReferenceDate.bitPattern == new.timeIntervalSinceReferenceDate.bitPattern
+            }
+            return false
+        case .null:
+            return pointer.pointee.isNull
+        default:
+            return pointer.pointee == value
+        }
+    }
+
+    /// Whether the value holds no reference-counted payload (so overwriting it needs no
+    /// release).
+    @inlinable
+    var _hasTrivialPayload: Bool {
+        switch self {
+        case .null, .bool, .integer, .double, .date: return true
+        case .string, .data, .uuid, .url, .decimal: return false
+        }
+    }
+
     /// Whether this value can be stored in an attribute of the given type.
     ///
     /// `.null` fits only optional attributes.

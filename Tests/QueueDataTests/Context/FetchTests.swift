@@ -40,9 +40,11 @@ struct FetchTests {
         }
     }
 
-    @Test("fetchLimit and fetchOffset page through the sorted results", arguments: [
-        (0, 0, 8), (3, 0, 3), (3, 2, 3), (0, 6, 2), (5, 6, 2), (4, 8, 0), (2, 100, 0),
-    ])
+    @Test(
+        "fetchLimit and fetchOffset page through the sorted results",
+        arguments: [
+            (0, 0, 8), (3, 0, 3), (3, 2, 3), (0, 6, 2), (5, 6, 2), (4, 8, 0), (2, 100, 0),
+        ])
     func paging(limit: Int, offset: Int, expectedCount: Int) throws {
         let sorted = names.sorted()
         let result = try context.performAndWait {
@@ -171,5 +173,81 @@ struct FetchTests {
         _ = try context.performAndWait { try context.fetch(request) }
         #expect(request.fetchLimit == copy.fetchLimit && request.fetchOffset == copy.fetchOffset)
         #expect(request.sortDescriptors == copy.sortDescriptors)
+    }
+}
+
+@Suite("Sorting")
+struct SortingTests {
+    /// A stable `SortDescriptor` sort: the reference every fetch must reproduce.
+    func referenceOrder<T>(_ objects: [T], _ descriptors: [SortDescriptor<T>]) -> [T] {
+        objects.enumerated().sorted { left, right in
+            for descriptor in descriptors {
+                let result = descriptor.compare(left.element, right.element)
+                if result != .orderedSame {
+                    return result == .orderedAscending
+                }
+            }
+            return left.offset < right.offset
+        }.map(\.element)
+    }
+
+    @Test("sorted fetches order exactly like SortDescriptor, on random data with many ties", arguments: 0..<12)
+    func matchesSortDescriptor(seed: Int) throws {
+        var generator = SeededGenerator(seed: UInt64(seed))
+        let context = try makeContext(makeManager(), "sorting-\(seed)")
+        let descriptorChoices: [SortDescriptor<AllTypes>] = [
+            SortDescriptor(\.int), SortDescriptor(\.int16, order: .reverse), SortDescriptor(\.double),
+            SortDescriptor(\.string), SortDescriptor(\.string, order: .reverse), SortDescriptor(\.date),
+            SortDescriptor(\.decimal), SortDescriptor(\.uuid), SortDescriptor(\.float, order: .reverse),
+            SortDescriptor(\.optionalString), SortDescriptor(\.optionalInt, order: .reverse),
+        ]
+        try context.performAndWait {
+            for _ in 0..<300 {
+                let object = context.insert(AllTypes.self)
+                object.int = Int.random(in: -3...3, using: &generator)
+                object.int16 = Int16.random(in: -2...2, using: &generator)
+                object.double = [-0.0, 0.0, 1.5, -2.25, .infinity].randomElement(using: &generator)!
+                object.string = ["", "a", "B", "ab", "é", "e\u{301}", "Z", "aa"].randomElement(using: &generator)!
+                object.date = Date(timeIntervalSince1970: Double(Int.random(in: 0...4, using: &generator)))
+                object.decimal = Decimal(Int.random(in: -2...2, using: &generator)) / 4
+                object.uuid = [
+                    UUID(uuidString: "00000000-0000-0000-0000-000000000001")!,
+                    UUID(uuidString: "FFFFFFFF-0000-0000-0000-000000000000")!,
+                ].randomElement(using: &generator)!
+                object.float = Float(Int.random(in: 0...3, using: &generator))
+                object.optionalString =
+                    Bool.random(using: &generator) ? nil : ["x", "y"].randomElement(using: &generator)!
+                object.optionalInt = Bool.random(using: &generator) ? nil : Int.random(in: 0...2, using: &generator)
+            }
+            if seed.isMultiple(of: 2) {
+                try context.save()
+            }
+            let unsorted = try context.fetch(FetchRequest<AllTypes>())
+            for _ in 0..<8 {
+                let descriptors = (0..<Int.random(in: 1...3, using: &generator)).map { _ in
+                    descriptorChoices.randomElement(using: &generator)!
+                }
+                let fetched = try context.fetch(FetchRequest<AllTypes>(sortBy: descriptors))
+                let expected = referenceOrder(unsorted, descriptors)
+                #expect(fetched.map(ObjectIdentifier.init) == expected.map(ObjectIdentifier.init))
+            }
+        }
+    }
+}
+
+/// A deterministic random number generator (SplitMix64) for reproducible tests.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed &+ 0x9E37_79B9_7F4A_7C15
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

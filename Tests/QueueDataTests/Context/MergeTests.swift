@@ -34,7 +34,8 @@ struct MergeTests {
             #expect(a.name == "renamed")
             #expect(a.country == "local edit")
             #expect(a.rating == 100)
-            #expect(a.committedValues(forKeys: ["rating", "name"]) == ["rating": .integer(5), "name": .string("renamed")])
+            #expect(
+                a.committedValues(forKeys: ["rating", "name"]) == ["rating": .integer(5), "name": .string("renamed")])
             #expect(a.changedValues() == ["country": .string("local edit"), "rating": .integer(100)])
         }
     }
@@ -86,7 +87,10 @@ struct MergeTests {
     @Test("the merge posts objectsDidChange on the context's queue with what changed")
     func objectsDidChange() async throws {
         let ids = try seedDestinations(writer, ["A", "B"])
-        reader.performAndWait { _ = reader.object(with: ids[0]); _ = reader.object(with: ids[1]) }
+        reader.performAndWait {
+            _ = reader.object(with: ids[0])
+            _ = reader.object(with: ids[1])
+        }
         let received = NotificationBox()
         let observed = reader
         let token = NotificationCenter.default.addObserver(

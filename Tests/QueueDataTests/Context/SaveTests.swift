@@ -20,7 +20,9 @@ struct SaveTests {
         }
         let reader = try makeContext(manager, "reader")
         let rows = try reader.performAndWait {
-            try reader.fetch(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)])).map { "\($0.name)=\($0.rating)" }
+            try reader.fetch(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)])).map {
+                "\($0.name)=\($0.rating)"
+            }
         }
         #expect(rows == ["A=10", "C=2", "D=0"])
     }
@@ -68,7 +70,8 @@ struct SaveTests {
                 try context.save()
             } throws: { error in
                 guard let error = error as? ValidationError else { return false }
-                let failures = Set(error.failures.map { "\($0.objectID == nil ? "?" : "id").\($0.entityName).\($0.property ?? "-")" })
+                let failures = Set(
+                    error.failures.map { "\($0.objectID == nil ? "?" : "id").\($0.entityName).\($0.property ?? "-")" })
                 return error.failures.count == 3
                     && failures == ["id.Trip.title", "id.Trip.days"]
                     && error.failures.filter { $0.objectID == empty.objectID }.count == 2
@@ -132,7 +135,11 @@ struct SaveTests {
         #expect(first.inserted[1].values == [.string("B"), .string(""), .integer(1), .null])
         #expect(store.commits[0].nextPrimaryKeys == ["Destination": 3])
         let second = try #require(store.commits.last?.entities.first)
-        #expect(second.updated == [ChangeSet.RowUpdate(primaryKey: 1, changedAttributes: [2], values: [.string("A"), .string(""), .integer(9), .null])])
+        #expect(
+            second.updated == [
+                ChangeSet.RowUpdate(
+                    primaryKey: 1, changedAttributes: [2], values: [.string("A"), .string(""), .integer(9), .null])
+            ])
         #expect(second.deleted == [2])
         #expect(store.commits[1].nextPrimaryKeys.isEmpty)
     }

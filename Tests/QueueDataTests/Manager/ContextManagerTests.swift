@@ -111,9 +111,10 @@ struct ContextManagerTests {
 
     @Test("errors of the store factory are thrown from createContext")
     func factoryErrors() {
-        let manager = makeManager(storeType: .custom { configuration in
-            throw StoreError(.invalidConfiguration, "no store for \(configuration.name)")
-        })
+        let manager = makeManager(
+            storeType: .custom { configuration in
+                throw StoreError(.invalidConfiguration, "no store for \(configuration.name)")
+            })
         #expect {
             try manager.createContext()
         } throws: { error in
@@ -140,10 +141,13 @@ struct ContextManagerTests {
                 .init(name: "name", type: .string), .init(name: "country", type: .string),
             ])
         let model = ManagedObjectModel([Destination.self])
-        let metadata = StoreMetadata(storeIdentifier: UUID(), versionHash: model.versionHash, nextPrimaryKeys: ["Destination": 10])
+        let metadata = StoreMetadata(
+            storeIdentifier: UUID(), versionHash: model.versionHash, nextPrimaryKeys: ["Destination": 10])
         let good = StoreContents(
             metadata: metadata, schema: [entity],
-            rows: ["Destination": [StoredRow(primaryKey: 4, values: [.null, .integer(3), .string("Bern"), .string("CH")])]])
+            rows: [
+                "Destination": [StoredRow(primaryKey: 4, values: [.null, .integer(3), .string("Bern"), .string("CH")])]
+            ])
         let manager = makeManager(model: model, storeType: .custom { _ in CannedStore(good) })
         let context = try makeContext(manager, "mapped")
         try context.performAndWait {
@@ -156,7 +160,11 @@ struct ContextManagerTests {
         }
 
         var bad = good
-        bad.rows = ["Destination": [StoredRow(primaryKey: 1, values: [.null, .string("three"), .string("Bern"), .string("CH")])]]
+        bad.rows = [
+            "Destination": [
+                StoredRow(primaryKey: 1, values: [.null, .string("three"), .string("Bern"), .string("CH")])
+            ]
+        ]
         let corrupt = CannedStore(bad)
         let failing = makeManager(model: model, storeType: .custom { _ in corrupt })
         #expect {
@@ -170,12 +178,18 @@ struct ContextManagerTests {
     @Test("the default store directory follows the XDG base directory specification")
     func defaultDirectory() {
         #expect(
-            ContextManager.defaultStoreDirectory(name: "Travel", environment: ["XDG_DATA_HOME": "/data", "HOME": "/home/u"]).path
+            ContextManager.defaultStoreDirectory(
+                name: "Travel", environment: ["XDG_DATA_HOME": "/data", "HOME": "/home/u"]
+            ).path
                 == "/data/Travel")
         #expect(
-            ContextManager.defaultStoreDirectory(name: "Travel", environment: ["XDG_DATA_HOME": "relative", "HOME": "/home/u"]).path
+            ContextManager.defaultStoreDirectory(
+                name: "Travel", environment: ["XDG_DATA_HOME": "relative", "HOME": "/home/u"]
+            ).path
                 == "/home/u/.local/share/Travel")
-        #expect(ContextManager.defaultStoreDirectory(name: "Travel", environment: ["HOME": "/home/u"]).path == "/home/u/.local/share/Travel")
+        #expect(
+            ContextManager.defaultStoreDirectory(name: "Travel", environment: ["HOME": "/home/u"]).path
+                == "/home/u/.local/share/Travel")
     }
 
     @Test("a delegate that states nothing gets every default")

@@ -76,14 +76,17 @@ struct ManagedObjectModelTests {
             try hash([.init(name: "a", type: .string, defaultValue: .string("x")), .init(name: "b", type: .integer64)])
                 == base)
         #expect(try hash([.init(name: "a", type: .string), .init(name: "b", type: .integer32)]) != base)
-        #expect(try hash([.init(name: "a", type: .string, isOptional: true), .init(name: "b", type: .integer64)]) != base)
+        #expect(
+            try hash([.init(name: "a", type: .string, isOptional: true), .init(name: "b", type: .integer64)]) != base)
         #expect(try hash([.init(name: "a", type: .string), .init(name: "c", type: .integer64)]) != base)
         #expect(try hash([.init(name: "a", type: .string)]) != base)
     }
 
     @Test("SHA-256 matches the FIPS 180-4 test vectors")
     func sha256Vectors() {
-        #expect(SHA256.hexDigest(of: Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            SHA256.hexDigest(of: Array("abc".utf8))
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(SHA256.hexDigest(of: []) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(
             SHA256.hexDigest(of: Array(repeating: UInt8(ascii: "a"), count: 1000))
@@ -124,7 +127,8 @@ struct ManagedObjectModelTests {
     @Test("entities described without classes are validated")
     func describedEntities() throws {
         #expect {
-            try EntityDescription(name: "E", attributes: [.init(name: "a", type: .string), .init(name: "a", type: .boolean)])
+            try EntityDescription(
+                name: "E", attributes: [.init(name: "a", type: .string), .init(name: "a", type: .boolean)])
         } throws: { error in
             (error as? ModelError)?.code == .duplicateAttribute && (error as? ModelError)?.attributeName == "a"
         }
@@ -144,12 +148,14 @@ struct ManagedObjectModelTests {
             (error as? ModelError)?.code == .invalidDefaultValue
         }
         #expect {
-            try EntityDescription(name: "E", attributes: [.init(name: "n", type: .integer16, defaultValue: .integer(70_000))])
+            try EntityDescription(
+                name: "E", attributes: [.init(name: "n", type: .integer16, defaultValue: .integer(70_000))])
         } throws: { error in
             (error as? ModelError)?.code == .invalidDefaultValue
         }
         let entity = try EntityDescription(
-            name: "Note", attributes: [.init(name: "text", type: .string), .init(name: "link", type: .uri, isOptional: true)])
+            name: "Note",
+            attributes: [.init(name: "text", type: .string), .init(name: "link", type: .uri, isOptional: true)])
         #expect(entity.attributes.map(\.defaultValue) == [.string(""), .null])
         #expect(entity.managedObjectClass == ManagedObject.self)
     }

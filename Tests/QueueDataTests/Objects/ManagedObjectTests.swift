@@ -143,7 +143,10 @@ struct ManagedObjectTests {
             object.rating = 7
             object.country = "Ecuador"
             #expect(object.changedValues() == ["rating": .integer(7), "country": .string("Ecuador")])
-            #expect(object.committedValues(forKeys: ["rating", "name"]) == ["rating": .integer(0), "name": .string("Quito")])
+            #expect(
+                object.committedValues(forKeys: ["rating", "name"]) == [
+                    "rating": .integer(0), "name": .string("Quito"),
+                ])
             #expect(object.committedValues(forKeys: nil).count == 4)
             object.rating = 0
             #expect(object.changedValues() == ["country": .string("Ecuador")])

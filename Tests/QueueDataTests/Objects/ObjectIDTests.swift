@@ -62,15 +62,17 @@ struct ObjectIDTests {
         #expect(Set(decoded) == Set(ids))
     }
 
-    @Test("malformed URIs are rejected", arguments: [
-        "https://example.com/Destination/p1",
-        "x-queuedata://not-a-uuid/Destination/p1",
-        "x-queuedata://00000000-0000-0000-0000-000000000001/Destination/q1",
-        "x-queuedata://00000000-0000-0000-0000-000000000001/Destination/p0",
-        "x-queuedata://00000000-0000-0000-0000-000000000001/Destination/p-3",
-        "x-queuedata://00000000-0000-0000-0000-000000000001/Destination",
-        "x-queuedata://00000000-0000-0000-0000-000000000001//p1",
-    ])
+    @Test(
+        "malformed URIs are rejected",
+        arguments: [
+            "https://example.com/Destination/p1",
+            "x-queuedata://not-a-uuid/Destination/p1",
+            "x-queuedata://00000000-0000-0000-0000-000000000001/Destination/q1",
+            "x-queuedata://00000000-0000-0000-0000-000000000001/Destination/p0",
+            "x-queuedata://00000000-0000-0000-0000-000000000001/Destination/p-3",
+            "x-queuedata://00000000-0000-0000-0000-000000000001/Destination",
+            "x-queuedata://00000000-0000-0000-0000-000000000001//p1",
+        ])
     func malformedURIs(_ string: String) throws {
         #expect(ObjectID(uriRepresentation: try #require(URL(string: string))) == nil)
     }

@@ -1,0 +1,31 @@
+// swift-tools-version:6.1
+import Foundation
+import PackageDescription
+
+// The library is this repository's root package. A path dependency's identity is its
+// directory's name, which depends on where the repository was cloned: compute it.
+let rootDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+let rootIdentity = rootDirectory.lastPathComponent.lowercased()
+
+let package = Package(
+    name: "QueueDataBenchmarks",
+    dependencies: [
+        .package(path: "..")
+    ],
+    targets: [
+        // The raw SQLite C API, the baseline every figure is compared with.
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .executableTarget(
+            name: "qd-bench",
+            dependencies: [
+                .product(name: "QueueData", package: rootIdentity),
+                "CSQLite",
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,73 @@
+import Dispatch
+import Foundation
+
+/// One line of the results table.
+struct Measurement {
+    var workload: String
+    var subject: Double
+    var baseline: Double
+    var baselineName: String
+    var unit: String
+    var goal: Double?
+    var note: String = ""
+
+    var ratio: Double { subject / baseline }
+}
+
+/// Runs `body` `repetitions` times after one warm-up run and returns the median time in seconds.
+func medianSeconds(repetitions: Int, _ body: () throws -> Void) rethrows -> Double {
+    try body()
+    var times: [Double] = []
+    for _ in 0..<repetitions {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body()
+        times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+    times.sort()
+    return times[times.count / 2]
+}
+
+/// Keeps a value alive so the optimizer cannot remove the work that produced it.
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+func format(_ seconds: Double, unit: String) -> String {
+    switch unit {
+    case "ns": return String(format: "%.2f ns", seconds * 1e9)
+    case "µs": return String(format: "%.1f µs", seconds * 1e6)
+    default: return String(format: "%.1f ms", seconds * 1e3)
+    }
+}
+
+func printTable(_ rows: [Measurement]) {
+    let header = ["workload", "QueueData", "baseline", "ratio", "goal", "met"]
+    var lines = [header]
+    for row in rows {
+        let goal = row.goal.map { String(format: "≤ %.1f×", $0) } ?? "—"
+        let met = row.goal.map { row.ratio <= $0 ? "met" : "not met" } ?? "—"
+        lines.append([
+            row.workload, format(row.subject, unit: row.unit),
+            "\(format(row.baseline, unit: row.unit)) (\(row.baselineName))",
+            String(format: "%.2f×", row.ratio), goal, met,
+        ])
+    }
+    let widths = header.indices.map { column in lines.map { $0[column].count }.max()! }
+    for (index, line) in lines.enumerated() {
+        print(zip(line, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: " | "))
+        if index == 0 {
+            print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "-|-"))
+        }
+    }
+    for row in rows where !row.note.isEmpty {
+        print("  \(row.workload): \(row.note)")
+    }
+}
+
+/// Returns its argument through a call the optimizer cannot see into, so that work on it is
+/// not hoisted out of a loop of repetitions.
+@inline(never) @_optimize(none)
+func opaque<T>(_ value: T) -> T {
+    value
+}

@@ -1,0 +1,60 @@
+import CSQLite
+import Foundation
+
+/// The raw SQLite C API on the same records: prepared statements, one transaction.
+final class SQLiteBaseline {
+    private var db: OpaquePointer?
+
+    /// Opens a database at `path` (`:memory:` for an in-memory one).
+    init(path: String) {
+        guard sqlite3_open(path, &db) == SQLITE_OK else { fatalError("sqlite3_open failed") }
+        execute(
+            "CREATE TABLE record (id INTEGER PRIMARY KEY, name TEXT NOT NULL, age INTEGER NOT NULL, score REAL NOT NULL, created REAL NOT NULL)"
+        )
+    }
+
+    deinit {
+        sqlite3_close(db)
+    }
+
+    func execute(_ sql: String) {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            fatalError("SQLite: \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    func insert(_ records: [RecordValue]) {
+        execute("BEGIN")
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(
+            db, "INSERT INTO record (id, name, age, score, created) VALUES (?, ?, ?, ?, ?)", -1, &statement, nil)
+        for record in records {
+            sqlite3_bind_int64(statement, 1, record.id)
+            sqlite3_bind_text(statement, 2, record.name, -1, csqlite_transient())
+            sqlite3_bind_int64(statement, 3, Int64(record.age))
+            sqlite3_bind_double(statement, 4, record.score)
+            sqlite3_bind_double(statement, 5, record.created.timeIntervalSinceReferenceDate)
+            guard sqlite3_step(statement) == SQLITE_DONE else { fatalError("insert failed") }
+            sqlite3_reset(statement)
+        }
+        sqlite3_finalize(statement)
+        execute("COMMIT")
+    }
+
+    func select(_ sql: String) -> [RecordValue] {
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        var result: [RecordValue] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            result.append(
+                RecordValue(
+                    id: sqlite3_column_int64(statement, 0),
+                    name: String(cString: sqlite3_column_text(statement, 1)),
+                    age: Int(sqlite3_column_int64(statement, 2)),
+                    score: sqlite3_column_double(statement, 3),
+                    created: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(statement, 4))))
+        }
+        sqlite3_finalize(statement)
+        return result
+    }
+}
