@@ -6,7 +6,7 @@ import Foundation
 /// Get one from ``ContextManager``: ``ContextManager/createContext(for:)`` hands out one
 /// context per queue. A context is only ever touched on its queue: every method and every
 /// property of its objects checks that and traps otherwise. From elsewhere, enter it with
-/// ``perform(_:)-(()->Void)``, ``performAndWait(_:)`` or ``perform(_:)-(()->T)`` (async);
+/// `perform(_:)` (asynchronous), ``performAndWait(_:)`` or `try await perform(_:)`;
 /// ``queue`` is the one property readable from anywhere.
 ///
 /// Changes stay in the context until ``save()`` commits them through the coordinator;
