@@ -114,6 +114,7 @@ extension ManagedObjectContext {
                 let probe: ManagedObject
                 if let scratch {
                     scratch._load(row.values)
+                    scratch._objectID = ObjectID(key: scratch._objectID.key, rawValue: row.primaryKey)
                     probe = scratch
                 } else {
                     probe = makeObject(entityIndex: entityIndex, row: row)

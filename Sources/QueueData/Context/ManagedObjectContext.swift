@@ -13,6 +13,9 @@ import Foundation
 /// the context then posts ``didSaveNotification``, and every other context of the same
 /// manager merges the save asynchronously on its own queue.
 ///
+/// A context keeps every object it registered (fetched, inserted or looked up) until
+/// ``reset()``; for long-running imports, reset between batches to keep memory flat.
+///
 /// `@unchecked Sendable`: references to a context may cross threads (to call `perform`),
 /// but all of its mutable state is touched only on `queue`, which every entry point checks.
 public final class ManagedObjectContext: @unchecked Sendable {

@@ -7,7 +7,7 @@ import Foundation
 /// `queue.sync`), which serializes saves and makes conflict checks and commits one step:
 /// no other save can slip in between.
 ///
-/// `@unchecked Sendable`: the mutable state (`tables`, `store`, `isClosed`) is only touched
+/// `@unchecked Sendable`: the mutable state (`tables`, `store`) is only touched
 /// on `queue`; everything else is immutable after `init`.
 final class StoreCoordinator: @unchecked Sendable {
     let queue: DispatchQueue

@@ -251,3 +251,19 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("Predicates on object state")
+struct PredicateStateTests {
+    @Test("a predicate on objectID matches the right unregistered rows")
+    func objectIDPredicate() throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "id-predicate")
+        let ids = try seedDestinations(context, ["A", "B", "C", "D"])
+        let target = ids[2]
+        let fresh = try makeContext(manager, "id-reader")
+        try fresh.performAndWait {
+            let found = try fresh.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.objectID == target }))
+            #expect(found.map(\.name) == ["C"])
+        }
+    }
+}
