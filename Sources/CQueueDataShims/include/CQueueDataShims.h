@@ -52,3 +52,13 @@ static inline void qd_attribute_recorder_set(void *_Nullable recorder) {
 }
 
 #endif
+
+#ifndef CQUEUEDATA_CRC32C_H
+#define CQUEUEDATA_CRC32C_H
+#include <stddef.h>
+
+/// Extends a CRC-32C (Castagnoli) over `length` bytes: pass 0 to start. Uses the SSE 4.2
+/// instruction when the CPU has it, and a slicing-by-8 table otherwise.
+uint32_t qd_crc32c_extend(uint32_t crc, const void *_Nonnull data, size_t length);
+
+#endif

@@ -74,7 +74,13 @@ extension ManagedObjectContext {
     private func matchingObjects<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         let sorted = !request.sortDescriptors.isEmpty
         // Without sorting, the scan can stop once the page is full.
-        let needed = sorted || request.fetchLimit <= 0 ? Int.max : request.fetchOffset + request.fetchLimit
+        let needed: Int
+        if sorted || request.fetchLimit <= 0 {
+            needed = .max
+        } else {
+            let (sum, overflow) = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
+            needed = overflow ? .max : sum
+        }
         var candidates: [Candidate] = []
         try forEachCandidate(request) { candidate in
             candidates.append(candidate)
@@ -85,7 +91,27 @@ extension ManagedObjectContext {
             return candidates[page].map { unsafeDowncast(object(for: $0), to: Result.self) }
         }
         var objects = candidates.map { unsafeDowncast(object(for: $0), to: Result.self) }
-        objects.sortByExtractedKeys(using: request.sortDescriptors)
+        if request.includesPendingChanges {
+            objects.sortByExtractedKeys(using: request.sortDescriptors)
+        } else {
+            // Matched on committed values, so sorted on them too: objects with unsaved changes
+            // are represented by unregistered copies holding their committed row.
+            var proxies = objects
+            for (index, object) in objects.enumerated()
+            where object._state.contains(.updated) && !object._state.contains(.detached) {
+                if let snapshot = object._snapshot {
+                    let proxy = makeObject(
+                        entityIndex: object._objectID.key.entityIndex!,
+                        row: CommittedRow(
+                            primaryKey: object._objectID.rawValue, version: object._snapshotVersion, values: snapshot))
+                    proxies[index] = unsafeDowncast(proxy, to: Result.self)
+                }
+            }
+            let original = Dictionary(
+                uniqueKeysWithValues: zip(proxies.map(ObjectIdentifier.init), objects))
+            proxies.sortByExtractedKeys(using: request.sortDescriptors)
+            objects = proxies.map { original[ObjectIdentifier($0)]! }
+        }
         return Array(objects[pageRange(count: objects.count, request)])
     }
 
@@ -202,7 +228,7 @@ extension ManagedObjectContext {
 
     private func pageRange<Result>(count: Int, _ request: FetchRequest<Result>) -> Range<Int> {
         let start = Swift.min(Swift.max(request.fetchOffset, 0), count)
-        let end = request.fetchLimit > 0 ? Swift.min(start + request.fetchLimit, count) : count
+        let end = request.fetchLimit > 0 ? start + Swift.min(request.fetchLimit, count - start) : count
         return start..<end
     }
 

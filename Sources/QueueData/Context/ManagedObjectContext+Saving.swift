@@ -22,14 +22,27 @@ extension ManagedObjectContext {
     }
 
     private func performSave() throws {
-        let inserts = pendingInserts.filter(Self.isPendingInsert)
-        let updates = pendingUpdates.filter(Self.isPendingUpdate)
-        let deletes = pendingDeletes.filter(Self.isPendingDelete)
+        var (inserts, updates, deletes) = pendingChangeLists()
         guard !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty else {
             clearPendingChanges()
             return
         }
-        try validate(inserts + updates)
+        // Validation may change, insert or delete other objects (a child updating its
+        // parent's total): validate until nothing new appears, then save everything.
+        var validated = Set<ObjectIdentifier>()
+        var failures: [ValidationError.Failure] = []
+        for _ in 0..<100 {
+            let unvalidated = (inserts + updates).filter { !validated.contains(ObjectIdentifier($0)) }
+            if unvalidated.isEmpty {
+                break
+            }
+            validated.formUnion(unvalidated.map(ObjectIdentifier.init))
+            failures += validationFailures(unvalidated)
+            (inserts, updates, deletes) = pendingChangeLists()
+        }
+        if !failures.isEmpty {
+            throw ValidationError(failures: failures)
+        }
 
         var request = SaveRequest()
         request.inserts.reserveCapacity(inserts.count)
@@ -45,7 +58,7 @@ extension ManagedObjectContext {
             guard let snapshot = object._snapshot else { continue }
             var slots: [Int] = []
             var values: [StoredValue] = []
-            for slot in 0..<snapshot.count where object._values[slot] != snapshot[slot] {
+            for slot in 0..<snapshot.count where !StoredValue.isSame(object._values[slot], snapshot[slot]) {
                 slots.append(slot)
                 values.append(object._values[slot])
             }
@@ -118,7 +131,20 @@ extension ManagedObjectContext {
             name: Self.didSaveNotification, object: self, userInfo: [SaveChanges.userInfoKey: changes])
     }
 
-    private func validate(_ objects: [ManagedObject]) throws {
+    /// The objects to insert, update and delete, each listed once.
+    private func pendingChangeLists() -> (inserts: [ManagedObject], updates: [ManagedObject], deletes: [ManagedObject])
+    {
+        var seen = Set<ObjectIdentifier>()
+        func unique(_ objects: [ManagedObject], _ isPending: (ManagedObject) -> Bool) -> [ManagedObject] {
+            objects.filter { isPending($0) && seen.insert(ObjectIdentifier($0)).inserted }
+        }
+        return (
+            unique(pendingInserts, Self.isPendingInsert), unique(pendingUpdates, Self.isPendingUpdate),
+            unique(pendingDeletes, Self.isPendingDelete)
+        )
+    }
+
+    private func validationFailures(_ objects: [ManagedObject]) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         for object in objects {
             do {
@@ -141,9 +167,7 @@ extension ManagedObjectContext {
                         reason: String(describing: error)))
             }
         }
-        if !failures.isEmpty {
-            throw ValidationError(failures: failures)
-        }
+        return failures
     }
 
     private func clearPendingChanges() {
@@ -212,10 +236,14 @@ extension ManagedObjectContext {
         let entityIndex = object._objectID.key.entityIndex!
         let key = object._objectID.rawValue
         let coordinator = self.coordinator
-        let row = try? coordinator.queue.sync {
-            try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key)
+        let lookup = Result {
+            try coordinator.queue.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
         }
-        guard let row = row ?? nil else {
+        guard case .success(let found) = lookup else {
+            // The store is closed: nothing to refresh from, and nothing is known to be deleted.
+            return
+        }
+        guard let row = found else {
             unregister(object)
             object._state = [.deleted, .detached]
             return
@@ -233,7 +261,7 @@ extension ManagedObject {
     final func _apply(_ row: CommittedRow, keepingLocalChanges: Bool) {
         let count = entity.attributes.count
         if keepingLocalChanges, let old = _snapshot {
-            for slot in 0..<count where _values[slot] == old[slot] {
+            for slot in 0..<count where StoredValue.isSame(_values[slot], old[slot]) {
                 _values[slot] = row.values[slot]
             }
         } else {
@@ -241,7 +269,9 @@ extension ManagedObject {
         }
         _snapshot = row.values
         _snapshotVersion = row.version
-        if _state.contains(.updated) && !(0..<count).contains(where: { _values[$0] != row.values[$0] }) {
+        if _state.contains(.updated)
+            && !(0..<count).contains(where: { !StoredValue.isSame(_values[$0], row.values[$0]) })
+        {
             _state.remove(.updated)
         }
     }

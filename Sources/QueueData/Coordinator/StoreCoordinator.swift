@@ -20,6 +20,8 @@ final class StoreCoordinator: @unchecked Sendable {
 
     private var store: (any PersistentStore)?
     private var tables: [EntityTable]
+    /// The store's metadata; `nextPrimaryKeys` is kept in `tables`.
+    private let baseMetadata: StoreMetadata
 
     /// Opens `store` for `model` and loads its rows.
     ///
@@ -36,10 +38,17 @@ final class StoreCoordinator: @unchecked Sendable {
             throw error
         }
         self.store = store
+        self.baseMetadata = contents.metadata
         self.storeIdentifier = contents.metadata.storeIdentifier
         self.entityKeys = model.entities.enumerated().map { index, entity in
             EntityKey(entityName: entity.name, storeIdentifier: contents.metadata.storeIdentifier, entityIndex: index)
         }
+    }
+
+    /// Closes the store when the last context and the manager are gone without `close()`,
+    /// so its files and lock are released.
+    deinit {
+        store?.close()
     }
 
     private static func loadTables(_ contents: StoreContents, model: ManagedObjectModel) throws -> [EntityTable] {
@@ -54,6 +63,10 @@ final class StoreCoordinator: @unchecked Sendable {
         for entity in model.entities {
             let rows = contents.rows[entity.name] ?? []
             let nextKey = contents.metadata.nextPrimaryKeys[entity.name] ?? 1
+            guard nextKey > 0, nextKey < Int64.max else {
+                throw StoreError(
+                    .corrupted, "The store's next primary key of '\(entity.name)' is out of range (\(nextKey)).")
+            }
             guard let stored = storedEntities[entity.name] else {
                 guard rows.isEmpty else {
                     throw StoreError(.corrupted, "The store has rows of '\(entity.name)' but no schema for it.")
@@ -75,7 +88,7 @@ final class StoreCoordinator: @unchecked Sendable {
             var committed: [CommittedRow] = []
             committed.reserveCapacity(rows.count)
             for row in rows {
-                guard row.primaryKey > 0, seen.insert(row.primaryKey).inserted,
+                guard row.primaryKey > 0, row.primaryKey < Int64.max, seen.insert(row.primaryKey).inserted,
                     row.values.count == stored.attributes.count
                 else {
                     throw StoreError(
@@ -185,24 +198,46 @@ final class StoreCoordinator: @unchecked Sendable {
             nextPrimaryKeys[model.entities[index].name] = key
         }
         let changeSet = ChangeSet(entities: changes.filter { !$0.isEmpty }, nextPrimaryKeys: nextPrimaryKeys)
-        if !changeSet.entities.isEmpty {
-            try store.commit(changeSet)
-        }
 
-        // The store has the change set: apply it. Nothing below can fail.
+        // The tables after the change, built on a copy: only the chunks it touches are copied,
+        // and nothing is applied unless the store commits.
+        var updatedTables = tables
         for (insert, row) in zip(request.inserts, insertedRows) {
-            tables[insert.entityIndex].append(row)
+            updatedTables[insert.entityIndex].append(row)
         }
         for (update, row) in zip(request.updates, updatedRows) {
-            tables[update.entityIndex].replace(with: row)
+            updatedTables[update.entityIndex].replace(with: row)
         }
         for delete in liveDeletes {
-            tables[delete.entityIndex].remove(delete.primaryKey)
+            updatedTables[delete.entityIndex].remove(delete.primaryKey)
         }
         for (index, key) in nextKeys.enumerated() {
-            tables[index].nextPrimaryKey = key
+            updatedTables[index].nextPrimaryKey = key
         }
+        if !changeSet.entities.isEmpty {
+            try store.commit(changeSet, resultingState: state(of: updatedTables))
+        }
+        tables = updatedTables
         return SaveOutcome(inserted: insertedRows, updated: updatedRows, deleted: request.deletes.map(\.primaryKey))
+    }
+
+    /// The store's rows as `tables` hold them.
+    private func state(of tables: [EntityTable]) -> StoreState {
+        var metadata = baseMetadata
+        metadata.nextPrimaryKeys = Dictionary(
+            uniqueKeysWithValues: zip(model.entities.map(\.name), tables.map(\.nextPrimaryKey)))
+        return StoreState(metadata: metadata, entities: model.entities, tables: tables.map(\.snapshot))
+    }
+
+    /// Asks the store to compact itself from the current rows.
+    ///
+    /// - Throws: ``StoreError`` if the store is closed or the compaction failed (the store
+    ///   still holds every committed save).
+    func compact() throws {
+        guard let store else {
+            throw StoreError(.closed, "The store was closed; its manager must load it again.")
+        }
+        try store.compact(state(of: tables))
     }
 
     /// Closes the store. Later calls throw ``StoreError/Code/closed``.

@@ -101,6 +101,21 @@ public final class ContextManager: @unchecked Sendable {
         return try createContext(for: queue)
     }
 
+    /// Compacts the store now (for the journal store: rewrites it as one snapshot), instead
+    /// of waiting for it to decide. Stores that need no compaction do nothing.
+    ///
+    /// - Throws: ``StoreError`` if the store is not loaded, or the compaction failed (the store
+    ///   still holds every committed save).
+    public func compactPersistentStore() throws {
+        let loaded = try registryQueue.sync { () throws -> StoreCoordinator in
+            guard let coordinator = self.coordinator else {
+                throw StoreError(.closed, "The store is not loaded.")
+            }
+            return coordinator
+        }
+        try loaded.queue.sync { try loaded.compact() }
+    }
+
     /// Closes the store and invalidates every context of this manager. Saves nothing.
     ///
     /// Using a context or object of this manager afterwards traps. The next context (or

@@ -21,7 +21,7 @@ public protocol ContextManagerDelegate: Sendable {
     /// The store's name: its files are `<storeDirectory>/<name>.<extension>`. Default: the
     /// process name. Must not contain `/` or be `.` or `..`.
     var persistentStoreName: String { get }
-    /// The backend. Default: ``StoreType/inMemory``.
+    /// The backend. Default: ``StoreType/journal``.
     var persistentStoreType: StoreType { get }
     /// The directory of the store's files. Default: `$XDG_DATA_HOME/<name>`, or
     /// `~/.local/share/<name>` when `XDG_DATA_HOME` is unset or not absolute.
@@ -39,8 +39,8 @@ extension ContextManagerDelegate {
     /// The process name.
     public var persistentStoreName: String { ProcessInfo.processInfo.processName }
 
-    /// ``StoreType/inMemory``.
-    public var persistentStoreType: StoreType { .inMemory }
+    /// ``StoreType/journal``.
+    public var persistentStoreType: StoreType { .journal }
 
     /// `$XDG_DATA_HOME/<name>`, or `~/.local/share/<name>`.
     public var storeDirectory: URL {

@@ -4,11 +4,21 @@ import Foundation
 /// ``ContextManagerDelegate/persistentStoreType``; changing it swaps the backend in one line.
 public struct StoreType: Sendable, CustomStringConvertible {
     enum Kind: Sendable {
+        case journal
+        case jsonFile
         case inMemory
         case custom(@Sendable (StoreConfiguration) throws -> any PersistentStore)
     }
 
     let kind: Kind
+
+    /// A ``JournalStore`` at `<storeDirectory>/<name>.journal`: an append-only, crash-safe
+    /// journal whose saves cost what they change. The default.
+    public static let journal = StoreType(kind: .journal)
+
+    /// A ``JSONFileStore`` at `<storeDirectory>/<name>.json`: one readable, diffable JSON
+    /// document, rewritten by every save.
+    public static let jsonFile = StoreType(kind: .jsonFile)
 
     /// A new, empty ``InMemoryStore`` for each load: for tests and caches.
     public static let inMemory = StoreType(kind: .inMemory)
@@ -27,14 +37,24 @@ public struct StoreType: Sendable, CustomStringConvertible {
 
     func makeStore(_ configuration: StoreConfiguration) throws -> any PersistentStore {
         switch kind {
-        case .inMemory: return InMemoryStore()
-        case .custom(let makeStore): return try makeStore(configuration)
+        case .journal:
+            return try JournalStore(
+                directory: configuration.directory, name: configuration.name, seedStoreURL: configuration.seedStoreURL)
+        case .jsonFile:
+            return try JSONFileStore(
+                directory: configuration.directory, name: configuration.name, seedStoreURL: configuration.seedStoreURL)
+        case .inMemory:
+            return InMemoryStore()
+        case .custom(let makeStore):
+            return try makeStore(configuration)
         }
     }
 
-    /// `inMemory` or `custom`.
+    /// `journal`, `jsonFile`, `inMemory` or `custom`.
     public var description: String {
         switch kind {
+        case .journal: return "journal"
+        case .jsonFile: return "jsonFile"
         case .inMemory: return "inMemory"
         case .custom: return "custom"
         }

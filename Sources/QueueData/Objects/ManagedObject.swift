@@ -152,7 +152,8 @@ open class ManagedObject: Hashable {
         _confinement.check(_subjectDescription)
         let baseline = _snapshot ?? entity.defaultRow
         var changes: [String: StoredValue] = [:]
-        for (index, attribute) in entity.attributes.enumerated() where _values[index] != baseline[index] {
+        for (index, attribute) in entity.attributes.enumerated()
+        where !StoredValue.isSame(_values[index], baseline[index]) {
             changes[attribute.name] = _values[index]
         }
         return changes

@@ -63,6 +63,18 @@ public enum StoredValue: Sendable, Hashable {
         }
     }
 
+    /// Whether two values are the same, bit for bit where it matters (`0.0` and `-0.0`
+    /// differ, `NaN` equals itself): the one notion of "changed" used by setters, saves,
+    /// merges and ``ManagedObject/changedValues()``.
+    static func isSame(_ lhs: StoredValue, _ rhs: StoredValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.double(let a), .double(let b)): return a.bitPattern == b.bitPattern
+        case (.date(let a), .date(let b)):
+            return a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+        default: return lhs == rhs
+        }
+    }
+
     /// Whether the value holds no reference-counted payload (so overwriting it needs no
     /// release).
     @inlinable

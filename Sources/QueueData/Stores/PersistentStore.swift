@@ -17,11 +17,16 @@ import Foundation
 ///   key of each entity), the schema its rows follow, and the rows. It must not modify an
 ///   existing store that it cannot read: throw ``StoreError`` (`.corrupted`,
 ///   `.unsupportedFormat`, `.locked`, `.io`) and leave the files as they were.
-/// - ``commit(_:)`` either records the whole change set or throws; it must not return
-///   before the change set would survive a crash (for file stores: after `fsync`). After a
-///   failed write the store may be in an unknown state: refuse later commits with
-///   ``StoreError/Code/closed`` until it is reopened, rather than report success.
-///   Record ``ChangeSet/nextPrimaryKeys`` so that keys are never reused after a reopen.
+/// - ``commit(_:resultingState:)`` either records the whole change set or throws; it must
+///   not return before the change set would survive a crash (for file stores: after `fsync`).
+///   After a failed write the store may be in an unknown state: refuse later commits with
+///   ``StoreError/Code/closed`` until it is reopened, rather than report success. Record
+///   ``ChangeSet/nextPrimaryKeys`` so that keys are never reused after a reopen. The
+///   ``StoreState`` argument holds every row after the change set, for stores that rewrite
+///   themselves; stores that append can ignore it.
+/// - ``compact(_:)`` (optional) rewrites the store from the state, for stores whose files grow
+///   with every save; it must leave a store that opens with every committed save whatever
+///   step a crash interrupts.
 /// - ``close()`` releases files and locks; it may be called more than once. Nothing is
 ///   called after it, except ``open(for:)`` on a store that supports reopening.
 /// - Rows returned by ``open(for:)`` may be in any order; their values follow the returned
@@ -36,9 +41,24 @@ public protocol PersistentStore: AnyObject {
 
     /// Records one change set durably.
     ///
+    /// - Parameters:
+    ///   - changes: What the save changed.
+    ///   - resultingState: Every row after the change, for stores that rewrite themselves.
     /// - Throws: ``StoreError`` when the change set could not be recorded in full.
-    func commit(_ changes: ChangeSet) throws
+    func commit(_ changes: ChangeSet, resultingState: StoreState) throws
+
+    /// Rewrites the store as compactly as possible from `state`, the store's current rows.
+    /// The default does nothing.
+    ///
+    /// - Throws: ``StoreError`` when the rewrite failed; the store still holds every
+    ///   committed save.
+    func compact(_ state: StoreState) throws
 
     /// Closes the store, releasing files and locks.
     func close()
+}
+
+extension PersistentStore {
+    /// Does nothing: most stores never need compaction.
+    public func compact(_ state: StoreState) throws {}
 }

@@ -198,7 +198,7 @@ struct ContextManagerTests {
         let bare = Bare()
         #expect(bare.managedObjectModel.entities.isEmpty)
         #expect(bare.persistentStoreName == ProcessInfo.processInfo.processName)
-        #expect(bare.persistentStoreType.description == "inMemory")
+        #expect(bare.persistentStoreType.description == "journal")
         #expect(bare.shouldUseAutomaticLightweightMigration)
         #expect(bare.seedStoreURL == nil)
         #expect(bare.storeDirectory.lastPathComponent == bare.persistentStoreName)

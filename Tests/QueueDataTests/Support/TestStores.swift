@@ -14,12 +14,12 @@ final class FailingStore: PersistentStore, @unchecked Sendable {
         try backing.open(for: model)
     }
 
-    func commit(_ changes: ChangeSet) throws {
+    func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
         if failNextCommits > 0 {
             failNextCommits -= 1
             throw StoreError(.io, "Injected write failure.")
         }
-        try backing.commit(changes)
+        try backing.commit(changes, resultingState: resultingState)
         commits.append(changes)
     }
 
@@ -38,6 +38,6 @@ final class CannedStore: PersistentStore, @unchecked Sendable {
     }
 
     func open(for model: ManagedObjectModel) throws -> StoreContents { contents }
-    func commit(_ changes: ChangeSet) throws {}
+    func commit(_ changes: ChangeSet, resultingState: StoreState) throws {}
     func close() { isClosed = true }
 }

@@ -46,7 +46,7 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
     /// Applies the change set to the rows in memory.
     ///
     /// - Throws: ``StoreError/Code/closed`` if the store is not open.
-    public func commit(_ changes: ChangeSet) throws {
+    public func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
         try queue.sync {
             guard isOpen, var metadata else {
                 throw StoreError(.closed, "The in-memory store is closed.")

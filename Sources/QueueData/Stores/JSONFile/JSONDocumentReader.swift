@@ -1,0 +1,269 @@
+import Foundation
+
+/// Reads a JSON store document, checking every value against the document's schema.
+///
+/// Liberal in layout (any whitespace, members in any order, missing attributes take their
+/// defaults), strict in content (unknown attributes, wrong types and invalid JSON are
+/// errors with their byte offset).
+enum JSONDocumentReader {
+    struct Document {
+        var formatVersion: Int
+        var metadata: StoreMetadata
+        var schema: [EntityDescription]
+        var rows: [String: [StoredRow]]
+    }
+
+    enum Problem: Error {
+        /// Not a QueueData JSON store document (no such format member, or another format).
+        case notAStoreDocument(String)
+        /// Written by a newer version of the format.
+        case newerVersion(Int)
+        /// Damaged: what, and where.
+        case malformed(String, offset: Int)
+    }
+
+    static func read(_ bytes: UnsafeRawBufferPointer) throws(Problem) -> Document {
+        do {
+            return try readDocument(bytes)
+        } catch let problem as Problem {
+            throw problem
+        } catch let failure as JSONScanner.Failure {
+            throw .malformed(failure.message, offset: failure.offset)
+        } catch {
+            throw .malformed("\(error)", offset: 0)
+        }
+    }
+
+    private static func readDocument(_ bytes: UnsafeRawBufferPointer) throws -> Document {
+        var scanner = JSONScanner(bytes)
+        scanner.skipWhitespace()
+        guard !scanner.isAtEnd else { throw Problem.malformed("the file is empty", offset: 0) }
+        guard try scanner.peek() == UInt8(ascii: "{") else {
+            throw Problem.notAStoreDocument("the file is not a JSON object")
+        }
+        var format: String?
+        var version: Int?
+        var metadata: (identifier: UUID, hash: String, keys: [String: Int64])?
+        var schema: [EntityDescription]?
+        var rowsRange: Range<Int>?
+        try scanner.forEachMember { scanner, key in
+            switch key {
+            case "format": format = try scanner.string()
+            case "version": version = Int(try scanner.integer())
+            case "metadata": metadata = try readMetadata(&scanner)
+            case "schema": schema = try readSchema(&scanner)
+            case "rows": rowsRange = try scanner.skipValue()
+            default: throw scanner.failure("unknown member '\(key)'")
+            }
+        }
+        scanner.skipWhitespace()
+        guard scanner.isAtEnd else { throw scanner.failure("unexpected bytes after the document") }
+        guard format == JSONDocumentWriter.formatName else {
+            throw Problem.notAStoreDocument(
+                format.map { "its format is '\($0)'" } ?? "it has no \"format\": \"\(JSONDocumentWriter.formatName)\"")
+        }
+        guard let version else { throw Problem.malformed("the document has no version", offset: 0) }
+        guard version <= JSONDocumentWriter.formatVersion else { throw Problem.newerVersion(version) }
+        guard let metadata else { throw Problem.malformed("the document has no metadata", offset: 0) }
+        guard let schema else { throw Problem.malformed("the document has no schema", offset: 0) }
+        var rows: [String: [StoredRow]] = [:]
+        if let rowsRange {
+            var rowScanner = JSONScanner(bytes)
+            rowScanner.position = rowsRange.lowerBound
+            rows = try readRows(&rowScanner, schema: schema)
+        }
+        return Document(
+            formatVersion: version,
+            metadata: StoreMetadata(
+                storeIdentifier: metadata.identifier, versionHash: metadata.hash, nextPrimaryKeys: metadata.keys),
+            schema: schema, rows: rows)
+    }
+
+    private static func readMetadata(_ scanner: inout JSONScanner) throws -> (UUID, String, [String: Int64]) {
+        let start = scanner.position
+        var identifier: UUID?
+        var hash: String?
+        var keys: [String: Int64] = [:]
+        try scanner.forEachMember { scanner, key in
+            switch key {
+            case "storeIdentifier":
+                let position = scanner.position
+                guard let uuid = UUID(uuidString: try scanner.string()) else {
+                    throw scanner.failure("the store identifier is not a UUID", at: position)
+                }
+                identifier = uuid
+            case "versionHash":
+                hash = try scanner.string()
+            case "nextPrimaryKeys":
+                try scanner.forEachMember { scanner, entity in
+                    keys[entity] = try scanner.integer()
+                }
+            default:
+                throw scanner.failure("unknown metadata member '\(key)'")
+            }
+        }
+        guard let identifier, let hash else {
+            throw scanner.failure("the metadata needs a storeIdentifier and a versionHash", at: start)
+        }
+        return (identifier, hash, keys)
+    }
+
+    private static func readSchema(_ scanner: inout JSONScanner) throws -> [EntityDescription] {
+        var entities: [EntityDescription] = []
+        try scanner.forEachElement { scanner in
+            let start = scanner.position
+            var name: String?
+            var attributes: [AttributeDescription] = []
+            try scanner.forEachMember { scanner, key in
+                switch key {
+                case "name": name = try scanner.string()
+                case "attributes":
+                    try scanner.forEachElement { scanner in
+                        attributes.append(try readAttribute(&scanner))
+                    }
+                default: throw scanner.failure("unknown entity member '\(key)'")
+                }
+            }
+            guard let name else { throw scanner.failure("an entity has no name", at: start) }
+            do {
+                entities.append(try EntityDescription(name: name, attributes: attributes))
+            } catch {
+                throw scanner.failure("invalid entity '\(name)': \(error)", at: start)
+            }
+        }
+        return entities
+    }
+
+    private static func readAttribute(_ scanner: inout JSONScanner) throws -> AttributeDescription {
+        let start = scanner.position
+        var name: String?
+        var type: AttributeType?
+        var isOptional = false
+        var defaultRange: Range<Int>?
+        var valueTypeName: String?
+        try scanner.forEachMember { scanner, key in
+            switch key {
+            case "name": name = try scanner.string()
+            case "type":
+                let position = scanner.position
+                let typeName = try scanner.string()
+                guard let parsed = AttributeType(rawValue: typeName) else {
+                    throw scanner.failure("unknown attribute type '\(typeName)'", at: position)
+                }
+                type = parsed
+            case "optional": isOptional = try scanner.bool()
+            case "default": defaultRange = try scanner.skipValue()
+            case "valueType": valueTypeName = try scanner.string()
+            default: throw scanner.failure("unknown attribute member '\(key)'")
+            }
+        }
+        guard let name, let type else { throw scanner.failure("an attribute needs a name and a type", at: start) }
+        var defaultValue: StoredValue?
+        if let defaultRange {
+            var valueScanner = JSONScanner(scanner.bytes)
+            valueScanner.position = defaultRange.lowerBound
+            defaultValue = try readValue(&valueScanner, type: type, isOptional: isOptional, name: name)
+        }
+        return AttributeDescription(
+            name: name, type: type, isOptional: isOptional, defaultValue: defaultValue, valueTypeName: valueTypeName)
+    }
+
+    private static func readRows(_ scanner: inout JSONScanner, schema: [EntityDescription]) throws -> [String:
+        [StoredRow]]
+    {
+        let entities = Dictionary(schema.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var rows: [String: [StoredRow]] = [:]
+        try scanner.forEachMember { scanner, entityName in
+            guard let entity = entities[entityName] else {
+                throw scanner.failure("rows of '\(entityName)', which is not in the schema")
+            }
+            var entityRows: [StoredRow] = []
+            let names = entity.attributes.map(\.name)
+            try scanner.forEachElement { scanner in
+                let start = scanner.position
+                var primaryKey: Int64?
+                var values = entity.defaultRow
+                var seen = [Bool](repeating: false, count: names.count)
+                var expected = 0
+                try scanner.forEachMember { scanner, key in
+                    if key == "id" {
+                        guard primaryKey == nil else { throw scanner.failure("a row has two ids") }
+                        let position = scanner.position
+                        let id = try scanner.integer()
+                        guard id > 0 else { throw scanner.failure("row ids must be positive", at: position) }
+                        primaryKey = id
+                        return
+                    }
+                    // Rows usually list attributes in schema order.
+                    let index: Int
+                    if expected < names.count, names[expected] == key {
+                        index = expected
+                    } else if let found = entity.index(ofAttribute: key) {
+                        index = found
+                    } else {
+                        throw scanner.failure("'\(entityName)' has no attribute '\(key)'")
+                    }
+                    guard !seen[index] else { throw scanner.failure("a row lists '\(key)' twice") }
+                    seen[index] = true
+                    expected = index + 1
+                    let attribute = entity.attributes[index]
+                    values[index] = try readValue(
+                        &scanner, type: attribute.type, isOptional: attribute.isOptional, name: attribute.name)
+                }
+                guard let primaryKey else { throw scanner.failure("a row of '\(entityName)' has no id", at: start) }
+                entityRows.append(StoredRow(primaryKey: primaryKey, values: values))
+            }
+            rows[entityName] = entityRows
+        }
+        return rows
+    }
+
+    private static func readValue(
+        _ scanner: inout JSONScanner,
+        type: AttributeType,
+        isOptional: Bool,
+        name: String
+    ) throws -> StoredValue {
+        let start = scanner.position
+        if try scanner.consumeNull() {
+            guard isOptional else { throw scanner.failure("'\(name)' is not optional but holds null", at: start) }
+            return .null
+        }
+        switch type {
+        case .boolean:
+            return .bool(try scanner.bool())
+        case .integer16, .integer32, .integer64:
+            return .integer(try scanner.integer())
+        case .double, .float:
+            return .double(try scanner.double())
+        case .string:
+            return .string(try scanner.string())
+        case .date:
+            return .date(Date(timeIntervalSinceReferenceDate: try scanner.double()))
+        case .binaryData:
+            guard let data = Data(base64Encoded: try scanner.string()) else {
+                throw scanner.failure("'\(name)' is not base64", at: start)
+            }
+            return .data(data)
+        case .uuid:
+            guard let uuid = UUID(uuidString: try scanner.string()) else {
+                throw scanner.failure("'\(name)' is not a UUID", at: start)
+            }
+            return .uuid(uuid)
+        case .uri:
+            guard let url = URL(string: try scanner.string()) else {
+                throw scanner.failure("'\(name)' is not a URL", at: start)
+            }
+            return .url(url)
+        case .decimal:
+            let text = try scanner.string()
+            guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+                throw scanner.failure("'\(name)' is not a decimal number", at: start)
+            }
+            return .decimal(decimal)
+        case .transformable:
+            let range = try scanner.skipValue()
+            return .data(Data(UnsafeRawBufferPointer(rebasing: scanner.bytes[range])))
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+
+/// Writes a JSON store document: one row per line, keys in a fixed order, so that diffs of
+/// the file are meaningful. See the "JSON Store Format" article.
+struct JSONDocumentWriter {
+    static let formatName = "QueueData.JSONFileStore"
+    static let formatVersion = 1
+
+    private(set) var bytes: [UInt8] = []
+
+    /// The document for `metadata`, `schema` and each entity's rows (values in schema order).
+    static func document(
+        metadata: StoreMetadata,
+        schema: [EntityDescription],
+        rowCount: (Int) -> Int,
+        forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
+    ) -> [UInt8] {
+        var writer = JSONDocumentWriter()
+        let estimatedRows = schema.indices.reduce(0) { $0 + rowCount($1) }
+        writer.bytes.reserveCapacity(1024 + estimatedRows * 96)
+        writer.raw("{\n  \"format\": ")
+        writer.string(formatName)
+        writer.raw(",\n  \"version\": ")
+        writer.integer(Int64(formatVersion))
+        writer.raw(",\n  \"metadata\": {\n    \"storeIdentifier\": ")
+        writer.string(metadata.storeIdentifier.uuidString)
+        writer.raw(",\n    \"versionHash\": ")
+        writer.string(metadata.versionHash)
+        writer.raw(",\n    \"nextPrimaryKeys\": {")
+        for (index, entry) in metadata.nextPrimaryKeys.sorted(by: { $0.key < $1.key }).enumerated() {
+            writer.raw(index == 0 ? "" : ", ")
+            writer.string(entry.key)
+            writer.raw(": ")
+            writer.integer(entry.value)
+        }
+        writer.raw("}\n  },\n  \"schema\": [")
+        for (entityIndex, entity) in schema.enumerated() {
+            writer.raw(entityIndex == 0 ? "\n    {\"name\": " : ",\n    {\"name\": ")
+            writer.string(entity.name)
+            writer.raw(", \"attributes\": [")
+            for (attributeIndex, attribute) in entity.attributes.enumerated() {
+                writer.raw(attributeIndex == 0 ? "\n      {\"name\": " : ",\n      {\"name\": ")
+                writer.string(attribute.name)
+                writer.raw(", \"type\": ")
+                writer.string(attribute.type.rawValue)
+                writer.raw(
+                    attribute.isOptional
+                        ? ", \"optional\": true, \"default\": " : ", \"optional\": false, \"default\": ")
+                writer.value(attribute.defaultValue, type: attribute.type)
+                if let valueTypeName = attribute.valueTypeName {
+                    writer.raw(", \"valueType\": ")
+                    writer.string(valueTypeName)
+                }
+                writer.raw("}")
+            }
+            writer.raw(entity.attributes.isEmpty ? "]}" : "\n    ]}")
+        }
+        writer.raw(schema.isEmpty ? "],\n  \"rows\": {" : "\n  ],\n  \"rows\": {")
+        let keys = schema.map { entity in entity.attributes.map { ", \"\($0.name)\": " } }
+        for (entityIndex, entity) in schema.enumerated() {
+            writer.raw(entityIndex == 0 ? "\n    " : ",\n    ")
+            writer.string(entity.name)
+            writer.raw(": [")
+            var first = true
+            forEachRow(entityIndex) { primaryKey, values in
+                writer.raw(first ? "\n      {\"id\": " : ",\n      {\"id\": ")
+                first = false
+                writer.integer(primaryKey)
+                for (attributeIndex, attribute) in entity.attributes.enumerated() {
+                    writer.raw(keys[entityIndex][attributeIndex])
+                    writer.value(values[attributeIndex], type: attribute.type)
+                }
+                writer.raw("}")
+            }
+            writer.raw(first ? "]" : "\n    ]")
+        }
+        writer.raw(schema.isEmpty ? "}\n}\n" : "\n  }\n}\n")
+        return writer.bytes
+    }
+
+    private mutating func raw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    private mutating func raw(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func integer(_ value: Int64) {
+        if value < 0 {
+            bytes.append(UInt8(ascii: "-"))
+        }
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var index = digits.count
+            repeat {
+                index -= 1
+                digits[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[index...]))
+        }
+    }
+
+    mutating func double(_ value: Double) {
+        if value.isNaN {
+            raw("\"NaN\"")
+        } else if value.isInfinite {
+            raw(value > 0 ? "\"Infinity\"" : "\"-Infinity\"")
+        } else {
+            raw(value.description)
+        }
+    }
+
+    mutating func string(_ value: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { utf8 in
+            var start = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<index]))
+                switch byte {
+                case UInt8(ascii: "\""): raw("\\\"")
+                case UInt8(ascii: "\\"): raw("\\\\")
+                case 0x0A: raw("\\n")
+                case 0x0D: raw("\\r")
+                case 0x09: raw("\\t")
+                default:
+                    raw("\\u00")
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    bytes.append(hex[Int(byte >> 4)])
+                    bytes.append(hex[Int(byte & 0xF)])
+                }
+                start = index + 1
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A value as the JSON form of `type` (see the format article).
+    mutating func value(_ value: StoredValue, type: AttributeType) {
+        switch value {
+        case .null: raw("null")
+        case .bool(let flag): raw(flag ? "true" : "false")
+        case .integer(let integer): self.integer(integer)
+        case .double(let double): self.double(double)
+        case .string(let string): self.string(string)
+        case .date(let date): double(date.timeIntervalSinceReferenceDate)
+        case .data(let data):
+            if type == .transformable {
+                // Transformable values are JSON already: embedded as they are.
+                bytes.append(contentsOf: data)
+            } else {
+                string(data.base64EncodedString())
+            }
+        case .uuid(let uuid): string(uuid.uuidString)
+        case .url(let url): string(url.absoluteString)
+        case .decimal(let decimal): string(decimal.description)
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A store kept as one readable JSON document at `<directory>/<name>.json`.
+///
+/// The document holds the format's name and version, the metadata, the schema and every row,
+/// grouped by entity, one row per line, in a fixed key order, so that diffs of the file are
+/// meaningful and other tools can read and write it (see the "JSON Store Format" article).
+///
+/// Every save rewrites the document durably and atomically: a new file in the same directory
+/// (created exclusively, mode 0600) is written and `fsync`ed, renamed over the document, and
+/// the directory is `fsync`ed. A crash leaves the old document or the new one, never a mix;
+/// temporary files a crash leaves behind are removed at the next open, never promoted. The
+/// cost of a save grows with the store: that is the trade-off for a readable file.
+public final class JSONFileStore: PersistentStore {
+    /// The document.
+    public var url: URL { files.url }
+
+    /// The file extension: `json`.
+    public static let fileExtension = "json"
+
+    let files: StoreFiles
+    private let seedStoreURL: URL?
+    private var fileSystem: any FileSystem { files.fileSystem }
+    private var lockDescriptor: Int32?
+    private var failure: StoreError?
+
+    /// A JSON store at `<directory>/<name>.json`.
+    ///
+    /// - Parameters:
+    ///   - directory: The directory of the store's files; created (mode 0700) if missing.
+    ///   - name: The store's name: a file name, without `/`.
+    ///   - seedStoreURL: A JSON store document to copy in when the store does not exist yet.
+    /// - Throws: ``StoreError/Code/invalidConfiguration`` for a name that would escape the
+    ///   directory.
+    public convenience init(directory: URL, name: String, seedStoreURL: URL? = nil) throws {
+        try self.init(directory: directory, name: name, seedStoreURL: seedStoreURL, fileSystem: POSIXFileSystem())
+    }
+
+    init(directory: URL, name: String, seedStoreURL: URL?, fileSystem: any FileSystem) throws {
+        self.files = try StoreFiles(
+            directory: directory, name: name, fileExtension: Self.fileExtension, fileSystem: fileSystem)
+        self.seedStoreURL = seedStoreURL
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Opens the document (creating it, or copying the seed in) and returns its rows.
+    ///
+    /// - Throws: ``StoreError``: `.locked` if open elsewhere; `.unsupportedFormat` for a file
+    ///   that is not a QueueData JSON store or was written by a newer version; `.corrupted`
+    ///   with the offset for a damaged one (empty, truncated, invalid JSON or values);
+    ///   `.incompatibleModel` listing the differences; `.io`. The document is never modified
+    ///   by a failed open.
+    public func open(for model: ManagedObjectModel) throws -> StoreContents {
+        guard lockDescriptor == nil else {
+            throw StoreError(.locked, "The JSON store is already open.", url: url)
+        }
+        let lock = try files.acquireLock()
+        do {
+            try files.removeStaleTemporaryFiles()
+            var installedSeed = false
+            if !files.exists {
+                installedSeed = try files.installSeed(seedStoreURL)
+                if !installedSeed {
+                    let empty = StoreContents.empty(for: model)
+                    try write(
+                        metadata: empty.metadata, schema: model.entities, rowCount: { _ in 0 }, forEachRow: { _, _ in })
+                }
+            }
+            let contents: StoreContents
+            do {
+                contents = try load(for: model)
+            } catch {
+                if installedSeed {
+                    files.removeInstalledSeed()
+                }
+                throw error
+            }
+            lockDescriptor = lock
+            failure = nil
+            return contents
+        } catch {
+            fileSystem.close(lock)
+            throw error
+        }
+    }
+
+    private func load(for model: ManagedObjectModel) throws -> StoreContents {
+        let bytes: [UInt8]
+        do {
+            bytes = try fileSystem.readFile(files.path)
+        } catch {
+            throw files.ioError(error, "read the JSON store")
+        }
+        let document: JSONDocumentReader.Document
+        do {
+            document = try Self.read(bytes)
+        } catch .notAStoreDocument(let reason) {
+            throw StoreError(
+                .unsupportedFormat, "The file is not a QueueData JSON store: \(reason).", url: url, offset: 0)
+        } catch .newerVersion(let version) {
+            throw StoreError(
+                .unsupportedFormat,
+                "The JSON store was written by a newer version of QueueData (format version \(version); this "
+                    + "version reads \(JSONDocumentWriter.formatVersion)). Open it with that version.", url: url)
+        } catch .malformed(let message, let offset) {
+            throw StoreError(
+                .corrupted, "The JSON store is damaged: \(message). The file was left untouched.", url: url,
+                offset: Int64(offset))
+        }
+        guard document.metadata.versionHash == model.versionHash else {
+            throw SchemaComparison.incompatibleModelError(
+                stored: document.schema, storedHash: document.metadata.versionHash, model: model, url: url)
+        }
+        guard (try? ManagedObjectModel(entities: document.schema).versionHash) == document.metadata.versionHash else {
+            throw StoreError(
+                .corrupted, "The JSON store's versionHash does not match its own schema.", url: url)
+        }
+        return StoreContents(metadata: document.metadata, schema: document.schema, rows: document.rows)
+    }
+
+    private static func read(_ bytes: [UInt8]) throws(JSONDocumentReader.Problem) -> JSONDocumentReader.Document {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(JSONDocumentReader.Problem) in try JSONDocumentReader.read(buffer) }
+        }
+        return try result.get()
+    }
+
+    /// Rewrites the document with every row after the change set.
+    ///
+    /// - Throws: ``StoreError``: `.io` when the new document could not be written (the old one
+    ///   is intact); `.closed` when the store is closed, or refusing commits because a rename
+    ///   may not have been made durable.
+    public func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
+        guard lockDescriptor != nil else {
+            throw StoreError(.closed, "The JSON store is closed.", url: url)
+        }
+        if let failure {
+            throw StoreError(
+                .closed, "The JSON store refuses commits after a failed write; reopen the store. (\(failure.message))",
+                url: url, underlyingError: failure)
+        }
+        try write(
+            metadata: resultingState.metadata, schema: resultingState.entities,
+            rowCount: resultingState.rowCount(ofEntityAt:),
+            forEachRow: { index, body in resultingState.forEachRow(ofEntityAt: index, body) })
+    }
+
+    private func write(
+        metadata: StoreMetadata,
+        schema: [EntityDescription],
+        rowCount: (Int) -> Int,
+        forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
+    ) throws {
+        let document = JSONDocumentWriter.document(
+            metadata: metadata, schema: schema, rowCount: rowCount, forEachRow: forEachRow)
+        let temporary = "\(files.path)\(temporarySuffix)\(UInt64.random(in: 0...UInt64.max).hexadecimalString)"
+        do {
+            let output = try fileSystem.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+            do {
+                try document.withUnsafeBytes { try fileSystem.writeAll(output, $0, at: 0, path: temporary) }
+                try fileSystem.synchronize(output, path: temporary)
+            } catch {
+                fileSystem.close(output)
+                throw error
+            }
+            fileSystem.close(output)
+            try fileSystem.rename(temporary, to: files.path)
+        } catch {
+            // The old document is untouched and still the store.
+            try? fileSystem.remove(temporary)
+            throw files.ioError(error, "write the JSON store")
+        }
+        do {
+            try fileSystem.synchronizeDirectory(files.directory)
+        } catch {
+            // The new document is in place, but whether the rename survives a crash is unknown.
+            let error = files.ioError(error, "synchronize the JSON store's directory")
+            failure = error
+            throw error
+        }
+    }
+
+    /// Releases the store's lock.
+    public func close() {
+        if let lockDescriptor {
+            fileSystem.close(lockDescriptor)
+        }
+        lockDescriptor = nil
+    }
+}

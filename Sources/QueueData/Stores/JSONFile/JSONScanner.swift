@@ -1,0 +1,321 @@
+import Foundation
+
+/// A strict JSON scanner over the bytes of a document (RFC 8259), reporting the byte offset
+/// of every problem.
+struct JSONScanner {
+    struct Failure: Error {
+        var offset: Int
+        var message: String
+    }
+
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
+    func failure(_ message: String, at offset: Int? = nil) -> Failure {
+        Failure(offset: offset ?? position, message: message)
+    }
+
+    var isAtEnd: Bool { position >= bytes.count }
+
+    mutating func skipWhitespace() {
+        while position < bytes.count {
+            switch bytes[position] {
+            case 0x20, 0x09, 0x0A, 0x0D: position += 1
+            default: return
+            }
+        }
+    }
+
+    /// The next non-whitespace byte, without consuming it.
+    mutating func peek() throws -> UInt8 {
+        skipWhitespace()
+        guard position < bytes.count else { throw failure("unexpected end of the document") }
+        return bytes[position]
+    }
+
+    mutating func expect(_ byte: UInt8) throws {
+        guard try peek() == byte else {
+            throw failure("expected '\(Character(Unicode.Scalar(byte)))'")
+        }
+        position += 1
+    }
+
+    /// Consumes `byte` if it comes next.
+    mutating func consume(_ byte: UInt8) throws -> Bool {
+        if try peek() == byte {
+            position += 1
+            return true
+        }
+        return false
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws {
+        let length = literal.utf8CodeUnitCount
+        guard bytes.count - position >= length,
+            literal.withUTF8Buffer({ UnsafeRawBufferPointer($0).elementsEqual(bytes[position..<(position + length)]) })
+        else { throw failure("expected '\(literal)'") }
+        position += length
+    }
+
+    // MARK: Objects and arrays
+
+    /// Calls `body` for each member of an object, with the key's raw bytes (unescaped keys
+    /// only need no copy) and the scanner positioned at the value.
+    mutating func forEachMember(_ body: (inout JSONScanner, String) throws -> Void) throws {
+        try expect(UInt8(ascii: "{"))
+        if try consume(UInt8(ascii: "}")) {
+            return
+        }
+        while true {
+            let key = try string()
+            try expect(UInt8(ascii: ":"))
+            try body(&self, key)
+            if try consume(UInt8(ascii: ",")) {
+                continue
+            }
+            try expect(UInt8(ascii: "}"))
+            return
+        }
+    }
+
+    /// Calls `body` for each element of an array, with the scanner positioned at the element.
+    mutating func forEachElement(_ body: (inout JSONScanner) throws -> Void) throws {
+        try expect(UInt8(ascii: "["))
+        if try consume(UInt8(ascii: "]")) {
+            return
+        }
+        while true {
+            try body(&self)
+            if try consume(UInt8(ascii: ",")) {
+                continue
+            }
+            try expect(UInt8(ascii: "]"))
+            return
+        }
+    }
+
+    /// Skips any value and returns its byte range.
+    @discardableResult
+    mutating func skipValue(depth: Int = 0) throws -> Range<Int> {
+        guard depth < 512 else { throw failure("values are nested too deeply") }
+        let first = try peek()
+        let start = position
+        switch first {
+        case UInt8(ascii: "{"):
+            try forEachMember { scanner, _ in try scanner.skipValue(depth: depth + 1) }
+        case UInt8(ascii: "["):
+            try forEachElement { scanner in try scanner.skipValue(depth: depth + 1) }
+        case UInt8(ascii: "\""):
+            _ = try string()
+        case UInt8(ascii: "t"): try expectLiteral("true")
+        case UInt8(ascii: "f"): try expectLiteral("false")
+        case UInt8(ascii: "n"): try expectLiteral("null")
+        default:
+            _ = try numberRange()
+        }
+        return start..<position
+    }
+
+    // MARK: Scalars
+
+    /// Whether the next value is `null` (consumed if so).
+    mutating func consumeNull() throws -> Bool {
+        if try peek() == UInt8(ascii: "n") {
+            try expectLiteral("null")
+            return true
+        }
+        return false
+    }
+
+    mutating func bool() throws -> Bool {
+        switch try peek() {
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return true
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return false
+        default:
+            throw failure("expected true or false")
+        }
+    }
+
+    /// The range of a number, validated against the JSON grammar.
+    mutating func numberRange() throws -> Range<Int> {
+        skipWhitespace()
+        let start = position
+        func digits() -> Int {
+            let first = position
+            while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+                position += 1
+            }
+            return position - first
+        }
+        if position < bytes.count, bytes[position] == UInt8(ascii: "-") {
+            position += 1
+        }
+        let integerStart = position
+        let integerDigits = digits()
+        guard integerDigits > 0 else { throw failure("expected a number", at: start) }
+        guard integerDigits == 1 || bytes[integerStart] != UInt8(ascii: "0") else {
+            throw failure("numbers must not have leading zeros", at: start)
+        }
+        if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+            position += 1
+            guard digits() > 0 else { throw failure("expected digits after the decimal point") }
+        }
+        if position < bytes.count, bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E") {
+            position += 1
+            if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") {
+                position += 1
+            }
+            guard digits() > 0 else { throw failure("expected digits in the exponent") }
+        }
+        return start..<position
+    }
+
+    /// An integer without fraction or exponent, in `Int64` range.
+    mutating func integer() throws -> Int64 {
+        let range = try numberRange()
+        var index = range.lowerBound
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative {
+            index += 1
+        }
+        var magnitude: UInt64 = 0
+        while index < range.upperBound {
+            let byte = bytes[index]
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                throw failure("expected an integer", at: range.lowerBound)
+            }
+            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(byte - UInt8(ascii: "0")))
+            guard !overflow1, !overflow2 else { throw failure("the integer is too large", at: range.lowerBound) }
+            magnitude = sum
+            index += 1
+        }
+        if negative {
+            guard magnitude <= UInt64(Int64.max) + 1 else {
+                throw failure("the integer is too large", at: range.lowerBound)
+            }
+            return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
+        }
+        guard magnitude <= UInt64(Int64.max) else { throw failure("the integer is too large", at: range.lowerBound) }
+        return Int64(magnitude)
+    }
+
+    /// A floating-point number; `"NaN"`, `"Infinity"` and `"-Infinity"` strings stand for the
+    /// values JSON numbers cannot express.
+    mutating func double() throws -> Double {
+        if try peek() == UInt8(ascii: "\"") {
+            let start = position
+            switch try string() {
+            case "NaN": return .nan
+            case "Infinity": return .infinity
+            case "-Infinity": return -.infinity
+            default: throw failure("expected a number", at: start)
+            }
+        }
+        let range = try numberRange()
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        guard let value = Double(text) else { throw failure("'\(text)' is not a number", at: range.lowerBound) }
+        return value
+    }
+
+    /// A string, unescaped; invalid UTF-8 or escapes are errors.
+    mutating func string() throws -> String {
+        guard try peek() == UInt8(ascii: "\"") else { throw failure("expected a string") }
+        let start = position
+        position += 1
+        let contentStart = position
+        // Fast path: no escapes.
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let content = UnsafeRawBufferPointer(rebasing: bytes[contentStart..<position])
+                position += 1
+                guard let string = String(validating: content, as: UTF8.self) else {
+                    throw failure("the string is not valid UTF-8", at: start)
+                }
+                return string
+            }
+            if byte == UInt8(ascii: "\\") {
+                break
+            }
+            guard byte >= 0x20 else { throw failure("control characters must be escaped in strings") }
+            position += 1
+        }
+        guard position < bytes.count else { throw failure("unterminated string", at: start) }
+        var utf8 = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[contentStart..<position]))
+        while position < bytes.count {
+            let byte = bytes[position]
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                guard let string = String(validating: utf8, as: UTF8.self) else {
+                    throw failure("the string is not valid UTF-8", at: start)
+                }
+                return string
+            case UInt8(ascii: "\\"):
+                position += 1
+                guard position < bytes.count else { break }
+                let escape = bytes[position]
+                position += 1
+                switch escape {
+                case UInt8(ascii: "\""): utf8.append(0x22)
+                case UInt8(ascii: "\\"): utf8.append(0x5C)
+                case UInt8(ascii: "/"): utf8.append(0x2F)
+                case UInt8(ascii: "b"): utf8.append(0x08)
+                case UInt8(ascii: "f"): utf8.append(0x0C)
+                case UInt8(ascii: "n"): utf8.append(0x0A)
+                case UInt8(ascii: "r"): utf8.append(0x0D)
+                case UInt8(ascii: "t"): utf8.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hexQuad()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard bytes.count - position >= 6, bytes[position] == UInt8(ascii: "\\"),
+                            bytes[position + 1] == UInt8(ascii: "u")
+                        else { throw failure("unpaired surrogate in a string") }
+                        position += 2
+                        let low = try hexQuad()
+                        guard (0xDC00..<0xE000).contains(low) else { throw failure("unpaired surrogate in a string") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        throw failure("unpaired surrogate in a string")
+                    }
+                    guard let unicode = Unicode.Scalar(scalar) else { throw failure("invalid \\u escape") }
+                    utf8.append(contentsOf: String(Character(unicode)).utf8)
+                default:
+                    throw failure("invalid escape in a string")
+                }
+            default:
+                guard byte >= 0x20 else { throw failure("control characters must be escaped in strings") }
+                utf8.append(byte)
+                position += 1
+            }
+        }
+        throw failure("unterminated string", at: start)
+    }
+
+    private mutating func hexQuad() throws -> UInt32 {
+        guard bytes.count - position >= 4 else { throw failure("truncated \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[position]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw failure("invalid hexadecimal digit in a \\u escape")
+            }
+            value = value << 4 | digit
+            position += 1
+        }
+        return value
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+
+/// The payloads of journal records: a snapshot of the whole store, or one change set.
+///
+/// Integers are LEB128 varints (signed ones zigzag-encoded), strings are a varint length and
+/// UTF-8, values a tag byte and their payload (see ``BinaryWriter/writeValue(_:)``). Rows list
+/// their values in the order of the snapshot's schema.
+enum JournalPayload {
+    /// A decoded snapshot.
+    struct Snapshot {
+        var metadata: StoreMetadata
+        var schema: [EntityDescription]
+        /// Rows of each entity of `schema`, by primary key.
+        var rows: [[Int64: [StoredValue]]]
+    }
+
+    // MARK: Snapshot
+
+    static func encodeSnapshot(
+        metadata: StoreMetadata,
+        schema: [EntityDescription],
+        rowCount: (Int) -> Int,
+        forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
+    ) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 256)
+        writer.writeUUID(metadata.storeIdentifier)
+        writer.writeString(metadata.versionHash)
+        writer.writeVarint(UInt64(schema.count))
+        for entity in schema {
+            writer.writeString(entity.name)
+            writer.writeVarint(UInt64(entity.attributes.count))
+            for attribute in entity.attributes {
+                writer.writeString(attribute.name)
+                writer.writeString(attribute.type.rawValue)
+                writer.write(attribute.isOptional ? 1 : 0)
+                writer.writeValue(attribute.defaultValue)
+                writer.writeOptionalString(attribute.valueTypeName)
+            }
+        }
+        let keys = metadata.nextPrimaryKeys.sorted { $0.key < $1.key }
+        writer.writeVarint(UInt64(keys.count))
+        for (entityName, next) in keys {
+            writer.writeString(entityName)
+            writer.writeSignedVarint(next)
+        }
+        for index in schema.indices {
+            writer.writeVarint(UInt64(rowCount(index)))
+            var previous: Int64 = 0
+            forEachRow(index) { primaryKey, values in
+                writer.writeVarint(UInt64(primaryKey - previous))
+                previous = primaryKey
+                for value in values {
+                    writer.writeValue(value)
+                }
+            }
+        }
+        return writer.bytes
+    }
+
+    static func decodeSnapshot(_ reader: inout BinaryReader) throws -> Snapshot {
+        let identifier = try reader.readUUID()
+        let versionHash = try reader.readString()
+        let entityCount = try reader.readCount(minimumElementSize: 2, "entity")
+        var schema: [EntityDescription] = []
+        for _ in 0..<entityCount {
+            let name = try reader.readString()
+            let attributeCount = try reader.readCount(minimumElementSize: 4, "attribute")
+            var attributes: [AttributeDescription] = []
+            for _ in 0..<attributeCount {
+                let attributeName = try reader.readString()
+                let typeName = try reader.readString()
+                guard let type = AttributeType(rawValue: typeName) else {
+                    throw reader.error("unknown attribute type '\(typeName)'")
+                }
+                let isOptional = try reader.readByte() != 0
+                let defaultValue = try reader.readValue()
+                let valueTypeName = try reader.readOptionalString()
+                attributes.append(
+                    AttributeDescription(
+                        name: attributeName, type: type, isOptional: isOptional, defaultValue: defaultValue,
+                        valueTypeName: valueTypeName))
+            }
+            do {
+                schema.append(try EntityDescription(name: name, attributes: attributes))
+            } catch {
+                throw reader.error("invalid schema of '\(name)': \(error)")
+            }
+        }
+        let keyCount = try reader.readCount(minimumElementSize: 2, "primary key counter")
+        var nextPrimaryKeys: [String: Int64] = [:]
+        for _ in 0..<keyCount {
+            let entityName = try reader.readString()
+            nextPrimaryKeys[entityName] = try reader.readSignedVarint()
+        }
+        var rows: [[Int64: [StoredValue]]] = []
+        for entity in schema {
+            let minimumRowSize = 1 + entity.attributes.count
+            let rowCount = try reader.readCount(minimumElementSize: minimumRowSize, "row")
+            var entityRows: [Int64: [StoredValue]] = [:]
+            entityRows.reserveCapacity(rowCount)
+            var previous: Int64 = 0
+            for _ in 0..<rowCount {
+                let delta = try reader.readVarint()
+                guard delta > 0, delta < UInt64(Int64.max - previous) else {
+                    throw reader.error("primary keys of '\(entity.name)' are not ascending")
+                }
+                previous += Int64(delta)
+                entityRows[previous] = try readValues(&reader, count: entity.attributes.count)
+            }
+            rows.append(entityRows)
+        }
+        guard reader.isAtEnd else {
+            throw reader.error("the snapshot has \(reader.remaining) unexpected trailing bytes")
+        }
+        return Snapshot(
+            metadata: StoreMetadata(
+                storeIdentifier: identifier, versionHash: versionHash, nextPrimaryKeys: nextPrimaryKeys),
+            schema: schema, rows: rows)
+    }
+
+    private static func readValues(_ reader: inout BinaryReader, count: Int) throws -> [StoredValue] {
+        var values: [StoredValue] = []
+        values.reserveCapacity(count)
+        for _ in 0..<count {
+            values.append(try reader.readValue())
+        }
+        return values
+    }
+
+    // MARK: Changes
+
+    /// How the model's entities and attributes map onto the journal's schema (the same names,
+    /// possibly in another order).
+    struct SchemaMapping {
+        /// For each entity of the journal's schema, by name: its index.
+        var entityIndexes: [String: Int]
+        /// For each journal entity: the model slot of each of its attributes, in journal order.
+        var modelSlots: [[Int]]
+        /// For each journal entity: the journal index of each model slot.
+        var journalIndexes: [[Int]]
+
+        init(schema: [EntityDescription], model: ManagedObjectModel) {
+            entityIndexes = Dictionary(uniqueKeysWithValues: schema.enumerated().map { ($1.name, $0) })
+            modelSlots = schema.map { entity in
+                guard let current = model.entity(named: entity.name) else { return [] }
+                return entity.attributes.map { current.index(ofAttribute: $0.name) ?? 0 }
+            }
+            journalIndexes = schema.map { entity in
+                guard let current = model.entity(named: entity.name) else { return [] }
+                return current.attributes.map { entity.index(ofAttribute: $0.name) ?? 0 }
+            }
+        }
+    }
+
+    static func encodeChanges(_ changes: ChangeSet, mapping: SchemaMapping) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 64)
+        writer.writeVarint(UInt64(changes.entities.count))
+        for entity in changes.entities {
+            guard let index = mapping.entityIndexes[entity.entityName] else {
+                preconditionFailure("QueueData: the journal has no entity '\(entity.entityName)'")
+            }
+            let modelSlots = mapping.modelSlots[index]
+            writer.writeVarint(UInt64(index))
+            writer.writeVarint(UInt64(entity.inserted.count))
+            for row in entity.inserted {
+                writer.writeVarint(UInt64(row.primaryKey))
+                for slot in modelSlots {
+                    writer.writeValue(row.values[slot])
+                }
+            }
+            writer.writeVarint(UInt64(entity.updated.count))
+            for update in entity.updated {
+                writer.writeVarint(UInt64(update.primaryKey))
+                writer.writeVarint(UInt64(update.changedAttributes.count))
+                for slot in update.changedAttributes {
+                    writer.writeVarint(UInt64(mapping.journalIndexes[index][slot]))
+                    writer.writeValue(update.values[slot])
+                }
+            }
+            writer.writeVarint(UInt64(entity.deleted.count))
+            for primaryKey in entity.deleted {
+                writer.writeVarint(UInt64(primaryKey))
+            }
+        }
+        let keys = changes.nextPrimaryKeys.compactMap { name, next in
+            mapping.entityIndexes[name].map { ($0, next) }
+        }.sorted { $0.0 < $1.0 }
+        writer.writeVarint(UInt64(keys.count))
+        for (index, next) in keys {
+            writer.writeVarint(UInt64(index))
+            writer.writeSignedVarint(next)
+        }
+        return writer.bytes
+    }
+
+    /// Applies an encoded change set to `rows` (the rows of each entity of `schema`).
+    static func applyChanges(
+        _ reader: inout BinaryReader,
+        schema: [EntityDescription],
+        to rows: inout [[Int64: [StoredValue]]],
+        nextPrimaryKeys: inout [String: Int64]
+    ) throws {
+        let entityCount = try reader.readCount(minimumElementSize: 4, "entity change")
+        for _ in 0..<entityCount {
+            let index = Int(try reader.readVarint())
+            guard index < schema.count else {
+                throw reader.error("entity index \(index) is out of range")
+            }
+            let attributeCount = schema[index].attributes.count
+            let insertCount = try reader.readCount(minimumElementSize: 1 + attributeCount, "insert")
+            for _ in 0..<insertCount {
+                let primaryKey = try readPrimaryKey(&reader)
+                rows[index][primaryKey] = try readValues(&reader, count: attributeCount)
+            }
+            let updateCount = try reader.readCount(minimumElementSize: 2, "update")
+            for _ in 0..<updateCount {
+                let primaryKey = try readPrimaryKey(&reader)
+                let changedCount = try reader.readCount(minimumElementSize: 2, "changed attribute")
+                guard var values = rows[index][primaryKey] else {
+                    throw reader.error(
+                        "an update of row \(primaryKey) of '\(schema[index].name)', which does not exist")
+                }
+                for _ in 0..<changedCount {
+                    let attribute = Int(try reader.readVarint())
+                    guard attribute < attributeCount else {
+                        throw reader.error("attribute index \(attribute) is out of range")
+                    }
+                    values[attribute] = try reader.readValue()
+                }
+                rows[index][primaryKey] = values
+            }
+            let deleteCount = try reader.readCount(minimumElementSize: 1, "delete")
+            for _ in 0..<deleteCount {
+                let primaryKey = try readPrimaryKey(&reader)
+                rows[index][primaryKey] = nil
+            }
+        }
+        let keyCount = try reader.readCount(minimumElementSize: 2, "primary key counter")
+        for _ in 0..<keyCount {
+            let index = Int(try reader.readVarint())
+            guard index < schema.count else {
+                throw reader.error("entity index \(index) is out of range")
+            }
+            nextPrimaryKeys[schema[index].name] = try reader.readSignedVarint()
+        }
+        guard reader.isAtEnd else {
+            throw reader.error("the change set has \(reader.remaining) unexpected trailing bytes")
+        }
+    }
+
+    private static func readPrimaryKey(_ reader: inout BinaryReader) throws -> Int64 {
+        let value = try reader.readVarint()
+        guard value > 0, value <= UInt64(Int64.max) else {
+            throw reader.error("invalid primary key \(value)")
+        }
+        return Int64(value)
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The files of one file-backed store: `<directory>/<name>.<extension>`, the lock file
+/// `<name>.lock` beside it, and temporary files `<name>.<extension>.tmp-*`.
+struct StoreFiles {
+    let fileSystem: any FileSystem
+    let directory: String
+    let name: String
+    let fileExtension: String
+
+    /// The store file's path.
+    var path: String { "\(directory)/\(name).\(fileExtension)" }
+    /// The store file's URL.
+    var url: URL { URL(fileURLWithPath: path) }
+    var lockPath: String { "\(directory)/\(name).lock" }
+
+    /// - Throws: ``StoreError/Code/invalidConfiguration`` if `name` would escape the directory.
+    init(directory: URL, name: String, fileExtension: String, fileSystem: any FileSystem) throws {
+        guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
+            throw StoreError(
+                .invalidConfiguration,
+                "The store name '\(name)' is invalid: it must be a file name, without '/', and not '.' or '..'.")
+        }
+        self.fileSystem = fileSystem
+        self.directory = directory.standardizedFileURL.path
+        self.name = name
+        self.fileExtension = fileExtension
+    }
+
+    /// The error for a failed system call.
+    func ioError(_ error: any Error, _ doing: String) -> StoreError {
+        if let error = error as? StoreError {
+            return error
+        }
+        return StoreError(.io, "Could not \(doing): \(error)", url: url, underlyingError: error)
+    }
+
+    /// Creates the directory if needed and takes the store's exclusive lock.
+    ///
+    /// - Returns: The lock file's descriptor: closing it releases the lock.
+    /// - Throws: ``StoreError/Code/locked`` if another manager or process holds it.
+    func acquireLock() throws -> Int32 {
+        let descriptor: Int32
+        do {
+            try fileSystem.makeDirectories(directory)
+            descriptor = try fileSystem.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o600)
+        } catch {
+            throw ioError(error, "create the lock file \(lockPath)")
+        }
+        do {
+            guard try fileSystem.lockExclusively(descriptor, path: lockPath) else {
+                fileSystem.close(descriptor)
+                throw StoreError(
+                    .locked,
+                    "The store is open in another manager or process (\(lockPath) is locked). Close it there first.",
+                    url: url)
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            fileSystem.close(descriptor)
+            throw ioError(error, "lock \(lockPath)")
+        }
+        return descriptor
+    }
+
+    /// Removes temporary files a crash left behind: they are never promoted to be the store.
+    func removeStaleTemporaryFiles() throws {
+        let prefix = "\(name).\(fileExtension)\(temporarySuffix)"
+        do {
+            for entry in try fileSystem.contentsOfDirectory(directory) where entry.hasPrefix(prefix) {
+                try fileSystem.remove("\(directory)/\(entry)")
+            }
+        } catch {
+            throw ioError(error, "remove stale temporary files in \(directory)")
+        }
+    }
+
+    /// Whether the store file exists.
+    var exists: Bool { fileSystem.fileExists(path) }
+
+    /// Copies `seed` in as the store, durably, if there is no store yet.
+    ///
+    /// - Returns: Whether the seed was installed.
+    func installSeed(_ seed: URL?) throws -> Bool {
+        guard let seed, !exists else { return false }
+        let bytes: [UInt8]
+        do {
+            bytes = try fileSystem.readFile(seed.path)
+        } catch {
+            throw StoreError(
+                .invalidConfiguration, "The seed store \(seed.path) cannot be read: \(error)", url: seed,
+                underlyingError: error)
+        }
+        do {
+            try bytes.withUnsafeBytes { try fileSystem.replaceAtomically(path, directory: directory, with: $0) }
+        } catch {
+            throw ioError(error, "copy the seed store \(seed.path) in")
+        }
+        return true
+    }
+
+    /// Removes a store file this open created (a seed that turned out unreadable), so that a
+    /// failed open leaves the directory as it was.
+    func removeInstalledSeed() {
+        try? fileSystem.remove(path)
+        try? fileSystem.synchronizeDirectory(directory)
+    }
+
+    /// A name for a file that keeps bytes moved aside: `<store file>.<label>-<UTC timestamp>`.
+    func asidePath(_ label: String) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let base = "\(path).\(label)-\(formatter.string(from: Date()))"
+        var candidate = base
+        var counter = 1
+        while fileSystem.fileExists(candidate) {
+            counter += 1
+            candidate = "\(base)-\(counter)"
+        }
+        return candidate
+    }
+}

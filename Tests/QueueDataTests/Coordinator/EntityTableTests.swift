@@ -1,0 +1,64 @@
+import Testing
+
+@testable import QueueData
+
+@Suite("Entity tables")
+struct EntityTableTests {
+    @Test("appends, replacements and deletes (with compaction) match a dictionary", arguments: 0..<6)
+    func matchesDictionary(seed: Int) {
+        var generator = SeededGenerator(seed: UInt64(seed))
+        var table = EntityTable()
+        var model: [Int64: Int64] = [:]
+        var next: Int64 = 1
+        for step in 0..<20_000 {
+            let choice = Int.random(in: 0..<10, using: &generator)
+            if (step < 6_000 && choice < 9) || model.isEmpty {
+                table.append(CommittedRow(primaryKey: next, version: 1, values: [.integer(next)]))
+                model[next] = 1
+                next += Int64.random(in: 1...3, using: &generator)
+            } else if choice < 8 {
+                let key = model.keys.randomElement(using: &generator)!
+                let removed = table.remove(key)
+                #expect(removed)
+                model[key] = nil
+            } else {
+                let key = model.keys.randomElement(using: &generator)!
+                let version = model[key]! + 1
+                table.replace(with: CommittedRow(primaryKey: key, version: version, values: [.integer(key)]))
+                model[key] = version
+            }
+            if step % 997 == 0 {
+                let snapshot = table.snapshot
+                var seen: [Int64] = []
+                snapshot.forEachLiveRow { seen.append($0.primaryKey) }
+                #expect(seen == model.keys.sorted())
+                #expect(snapshot.liveCount == model.count)
+                for key in model.keys.prefix(50) {
+                    #expect(snapshot.contains(primaryKey: key))
+                    #expect(table.row(for: key)?.version == model[key])
+                }
+                #expect(!snapshot.contains(primaryKey: next + 5))
+                #expect(table.row(for: next + 5) == nil)
+            }
+        }
+        #expect(table.nextPrimaryKey >= next - 3)
+    }
+
+    @Test("a snapshot is unaffected by later changes")
+    func snapshotsAreStable() {
+        var table = EntityTable()
+        for key in 1...3_000 {
+            table.append(CommittedRow(primaryKey: Int64(key), version: 1, values: [.integer(Int64(key))]))
+        }
+        let before = table.snapshot
+        table.replace(with: CommittedRow(primaryKey: 10, version: 2, values: [.integer(-10)]))
+        table.remove(20)
+        table.append(CommittedRow(primaryKey: 5_000, version: 1, values: []))
+        var values: [Int64: StoredValue] = [:]
+        before.forEachLiveRow { values[$0.primaryKey] = $0.values.first }
+        #expect(values.count == 3_000)
+        #expect(values[10] == .integer(10))
+        #expect(values[20] == .integer(20))
+        #expect(values[5_000] == nil)
+    }
+}
