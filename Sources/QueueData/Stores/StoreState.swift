@@ -9,12 +9,6 @@ public struct StoreState: Sendable {
     public let entities: [EntityDescription]
     let tables: [TableSnapshot]
 
-    init(metadata: StoreMetadata, entities: [EntityDescription], tables: [TableSnapshot]) {
-        self.metadata = metadata
-        self.entities = entities
-        self.tables = tables
-    }
-
     /// The number of rows of the entity at `entityIndex`.
     public func rowCount(ofEntityAt entityIndex: Int) -> Int {
         tables[entityIndex].liveCount
