@@ -4,7 +4,9 @@ import PackageDescription
 let package = Package(
     name: "QueueData",
     products: [
-        .library(name: "QueueData", targets: ["QueueData"])
+        .library(name: "QueueData", targets: ["QueueData"]),
+        // The store conformance suite, for the tests of your own PersistentStore.
+        .library(name: "QueueDataTestSupport", targets: ["QueueDataTestSupport"]),
     ],
     targets: [
         // Thread-local storage for the confinement fast path: Swift has no thread-local
@@ -14,6 +16,10 @@ let package = Package(
             name: "QueueData",
             dependencies: ["CQueueDataShims"]
         ),
+        .target(
+            name: "QueueDataTestSupport",
+            dependencies: ["QueueData"]
+        ),
         .executableTarget(
             name: "TravelImport",
             dependencies: ["QueueData"],
@@ -21,7 +27,7 @@ let package = Package(
         ),
         .testTarget(
             name: "QueueDataTests",
-            dependencies: ["QueueData"]
+            dependencies: ["QueueData", "QueueDataTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -2,7 +2,9 @@
 //
 // Imports 25 destinations on a background queue's context, saves, and shows the save
 // merged into a second context; then an update and a delete merged the same way.
-// Run it with `swift run TravelImport`.
+// Run it with `swift run TravelImport`. It uses the default store — a journal in
+// $XDG_DATA_HOME/TravelImport or ~/.local/share/TravelImport — so a second run finds what
+// the first one left, and replaces it.
 
 import Dispatch
 import Foundation
@@ -50,6 +52,16 @@ let observer = NotificationCenter.default.addObserver(
             + "\(changes.updatedObjectIDs.count) updated, \(changes.deletedObjectIDs.count) deleted")
 }
 
+let leftOver = try await importer.perform {
+    let previous = try importer.fetch(FetchRequest<Destination>())
+    previous.forEach(importer.delete)
+    try importer.save()
+    return previous.count
+}
+if leftOver > 0 {
+    print("The store already held \(leftOver) destinations from an earlier run: deleted them.")
+}
+
 print("Importing \(seed.count) destinations on queue '\(importer.queue.label)'…")
 try await importer.perform {
     for (name, country) in seed {
@@ -94,4 +106,4 @@ try await viewer.perform {
 
 NotificationCenter.default.removeObserver(observer)
 manager.close()
-print("Done.")
+print("Done. The store is at \(TravelStore().storeDirectory.path).")

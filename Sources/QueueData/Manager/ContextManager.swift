@@ -152,10 +152,12 @@ public final class ContextManager: @unchecked Sendable {
         let context = ManagedObjectContext(
             queue: queue, name: nil, coordinator: coordinator,
             onDeinit: { [weak self] in
-                guard let manager = self else { return }
-                manager.registryQueue.async {
-                    if manager.contexts[key]?.context == nil {
-                        manager.contexts[key] = nil
+                // Weak again inside: a queued cleanup must not keep the manager (and with it the
+                // store and its lock) alive after its owner let go of it.
+                self?.registryQueue.async { [weak self] in
+                    guard let self else { return }
+                    if self.contexts[key]?.context == nil {
+                        self.contexts[key] = nil
                     }
                 }
             })

@@ -1,0 +1,71 @@
+import Foundation
+import QueueData
+
+@testable import QueueData
+
+/// A manager on a journal store in `directory`, through `fileSystem` when given.
+func journalManager(
+    _ directory: TemporaryDirectory,
+    name: String = "Store",
+    fileSystem: FaultyFileSystem? = nil,
+    seed: URL? = nil,
+    model: ManagedObjectModel = testModel
+) -> ContextManager {
+    let url = directory.url
+    let fileSystem: any FileSystem = fileSystem ?? POSIXFileSystem()
+    return ContextManager(
+        delegate: TestStoreDelegate(
+            model: model,
+            storeType: .custom { _ in
+                try JournalStore(directory: url, name: name, seedStoreURL: seed, fileSystem: fileSystem)
+            }))
+}
+
+/// A manager on a JSON store in `directory`, through `fileSystem` when given.
+func jsonManager(
+    _ directory: TemporaryDirectory,
+    name: String = "Store",
+    fileSystem: FaultyFileSystem? = nil,
+    seed: URL? = nil,
+    model: ManagedObjectModel = testModel
+) -> ContextManager {
+    let url = directory.url
+    let fileSystem: any FileSystem = fileSystem ?? POSIXFileSystem()
+    return ContextManager(
+        delegate: TestStoreDelegate(
+            model: model,
+            storeType: .custom { _ in
+                try JSONFileStore(directory: url, name: name, seedStoreURL: seed, fileSystem: fileSystem)
+            }))
+}
+
+/// Inserts one destination per save, named `names` in order.
+func saveOneByOne(_ manager: ContextManager, _ names: [String]) throws {
+    let context = try manager.createContext()
+    try context.performAndWait {
+        for name in names {
+            context.insert(Destination.self).name = name
+            try context.save()
+        }
+    }
+}
+
+/// The names of the stored destinations, in primary-key order.
+func storedNames(_ manager: ContextManager) throws -> [String] {
+    let context = try manager.createContext()
+    return try context.performAndWait { try context.fetch(FetchRequest<Destination>()).map(\.name) }
+}
+
+/// The start offsets of a journal's records, and the file's end.
+func recordOffsets(_ bytes: [UInt8]) -> [Int] {
+    var offsets: [Int] = []
+    var offset = JournalFormat.headerSize
+    while offset + JournalFormat.recordHeaderSize <= bytes.count {
+        offsets.append(offset)
+        let length = bytes.withUnsafeBytes {
+            Int(UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)))
+        }
+        offset += JournalFormat.recordHeaderSize + length
+    }
+    return offsets
+}
