@@ -5,9 +5,14 @@ import Foundation
 final class SQLiteBaseline {
     private var db: OpaquePointer?
 
-    /// Opens a database at `path` (`:memory:` for an in-memory one).
-    init(path: String) {
+    /// Opens a database at `path` (`:memory:` for an in-memory one); `durable` sets WAL mode
+    /// with `synchronous = FULL`, so that a commit is on disk when it returns.
+    init(path: String, durable: Bool = false) {
         guard sqlite3_open(path, &db) == SQLITE_OK else { fatalError("sqlite3_open failed") }
+        if durable {
+            execute("PRAGMA journal_mode = WAL")
+            execute("PRAGMA synchronous = FULL")
+        }
         execute(
             "CREATE TABLE record (id INTEGER PRIMARY KEY, name TEXT NOT NULL, age INTEGER NOT NULL, score REAL NOT NULL, created REAL NOT NULL)"
         )

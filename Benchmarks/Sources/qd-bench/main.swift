@@ -192,4 +192,124 @@ if shouldRun("fetch") || shouldRun("filter") {
     }
 }
 
+// MARK: File stores
+
+if shouldRun("journal") {
+    let directory = benchmarkDirectory("journal")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var journalInsert = 0.0
+    var journalSize = 0
+    var managers: [ContextManager] = []
+    journalInsert = try medianSeconds(repetitions: quick ? 1 : 3) {
+        managers.forEach { $0.close() }
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("Benchmark.journal"))
+        let manager = ContextManager(delegate: FileStoreBenchmark(directory: directory, type: .journal))
+        try insertAndSave(manager, records)
+        managers = [manager]
+    }
+    journalSize = fileSize(directory.appendingPathComponent("Benchmark.journal"))
+    let sqliteDirectory = benchmarkDirectory("sqlite")
+    defer { try? FileManager.default.removeItem(at: sqliteDirectory) }
+    let sqliteInsert = medianSeconds(repetitions: quick ? 1 : 3) {
+        let path = sqliteDirectory.appendingPathComponent("bench-\(UUID().uuidString).sqlite").path
+        let sqlite = SQLiteBaseline(path: path, durable: true)
+        sqlite.insert(records)
+    }
+    results.append(
+        Measurement(
+            workload: "P1 insert \(count) + durable save (journal)", subject: journalInsert, baseline: sqliteInsert,
+            baselineName: "raw SQLite WAL+FULL, one tx", unit: "ms", goal: 1,
+            note: String(
+                format: "journal file %.1f MB, %.0f bytes per record", Double(journalSize) / 1e6,
+                Double(journalSize) / Double(count))))
+
+    let iterations = quick ? 50 : 300
+    let manager = managers[0]
+    let before = fileSize(directory.appendingPathComponent("Benchmark.journal"))
+    let saves = try timedUpdates(manager, iterations: iterations)
+    let recordSize = (fileSize(directory.appendingPathComponent("Benchmark.journal")) - before) / iterations
+    let appends = timedAppends(size: recordSize, iterations: iterations, in: directory)
+    results.append(
+        Measurement(
+            workload: "P4 one-object save on \(count) (journal), p50", subject: percentile(saves, 0.5),
+            baseline: percentile(appends, 0.5), baselineName: "append \(recordSize) B + fdatasync", unit: "µs",
+            goal: 1.3,
+            note: "\(recordSize) bytes per one-object update record (header 24 B)"))
+    results.append(
+        Measurement(
+            workload: "P4 one-object save on \(count) (journal), p99", subject: percentile(saves, 0.99),
+            baseline: percentile(appends, 0.99), baselineName: "append \(recordSize) B + fdatasync", unit: "µs",
+            goal: 1.3))
+    manager.close()
+
+    let openJournal = try medianSeconds(repetitions: repetitions) {
+        let reopened = ContextManager(delegate: FileStoreBenchmark(directory: directory, type: .journal))
+        let context = try reopened.createContext()
+        let all = try context.performAndWait { try context.fetch(FetchRequest<Record>()) }
+        precondition(all.count == count)
+        reopened.close()
+    }
+    let encoded = try JSONEncoder().encode(
+        records.map { CodableRecord(id: $0.id, name: $0.name, age: $0.age, score: $0.score, created: $0.created) })
+    let jsonBaselineURL = directory.appendingPathComponent("baseline.json")
+    try encoded.write(to: jsonBaselineURL)
+    let decode = try medianSeconds(repetitions: repetitions) {
+        let decoded = try JSONDecoder().decode([CodableRecord].self, from: Data(contentsOf: jsonBaselineURL))
+        precondition(decoded.count == count)
+    }
+    results.append(
+        Measurement(
+            workload: "P7 open \(count) journal + fetch all", subject: openJournal, baseline: decode,
+            baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
+}
+
+if shouldRun("json") {
+    let directory = benchmarkDirectory("json")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let manager = ContextManager(delegate: FileStoreBenchmark(directory: directory, type: .jsonFile))
+    try insertAndSave(manager, records)
+    let saves = try timedUpdates(manager, iterations: quick ? 3 : 7)
+    manager.close()
+    let codable = records.map {
+        CodableRecord(id: $0.id, name: $0.name, age: $0.age, score: $0.score, created: $0.created)
+    }
+    let baselineURL = directory.appendingPathComponent("baseline.json")
+    let encodeAndWrite = try medianSeconds(repetitions: quick ? 3 : 7) {
+        writeDurably(try JSONEncoder().encode(codable), to: baselineURL)
+    }
+    let documentSize = fileSize(directory.appendingPathComponent("Benchmark.json"))
+    results.append(
+        Measurement(
+            workload: "P6 JSON store full save of \(count)", subject: percentile(saves, 0.5), baseline: encodeAndWrite,
+            baselineName: "JSONEncoder + durable write", unit: "ms", goal: 0.5,
+            note: String(
+                format: "document %.1f MB; JSONEncoder output %.1f MB", Double(documentSize) / 1e6,
+                Double(fileSize(baselineURL)) / 1e6)))
+
+    let openJSON = try medianSeconds(repetitions: repetitions) {
+        let reopened = ContextManager(delegate: FileStoreBenchmark(directory: directory, type: .jsonFile))
+        let context = try reopened.createContext()
+        let all = try context.performAndWait { try context.fetch(FetchRequest<Record>()) }
+        precondition(all.count == count)
+        reopened.close()
+    }
+    let decode = try medianSeconds(repetitions: repetitions) {
+        let decoded = try JSONDecoder().decode([CodableRecord].self, from: Data(contentsOf: baselineURL))
+        precondition(decoded.count == count)
+    }
+    results.append(
+        Measurement(
+            workload: "P7 open \(count) JSON store + fetch all", subject: openJSON, baseline: decode,
+            baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
+    let loadJSON = try medianSeconds(repetitions: repetitions) {
+        let reopened = ContextManager(delegate: FileStoreBenchmark(directory: directory, type: .jsonFile))
+        try reopened.loadPersistentStore()
+        reopened.close()
+    }
+    results.append(
+        Measurement(
+            workload: "JSON store open (read + decode \(count) rows)", subject: loadJSON, baseline: decode,
+            baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
+}
+
 printTable(results)

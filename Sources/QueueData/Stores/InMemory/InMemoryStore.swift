@@ -52,17 +52,16 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
                 throw StoreError(.closed, "The in-memory store is closed.")
             }
             for entity in changes.entities {
-                var entityRows = rows[entity.entityName, default: [:]]
+                // Mutated in place: a copy taken out of `rows` would copy every row.
                 for row in entity.inserted {
-                    entityRows[row.primaryKey] = row.values
+                    rows[entity.entityName, default: [:]][row.primaryKey] = row.values
                 }
                 for update in entity.updated {
-                    entityRows[update.primaryKey] = update.values
+                    rows[entity.entityName, default: [:]][update.primaryKey] = update.values
                 }
                 for primaryKey in entity.deleted {
-                    entityRows[primaryKey] = nil
+                    rows[entity.entityName]?[primaryKey] = nil
                 }
-                rows[entity.entityName] = entityRows
             }
             metadata.nextPrimaryKeys.merge(changes.nextPrimaryKeys) { Swift.max($0, $1) }
             self.metadata = metadata

@@ -46,13 +46,23 @@ enum JSONDocumentReader {
         var metadata: (identifier: UUID, hash: String, keys: [String: Int64])?
         var schema: [EntityDescription]?
         var rowsRange: Range<Int>?
+        var rows: [String: [StoredRow]] = [:]
+        var rowsParsed = false
         try scanner.forEachMember { scanner, key in
             switch key {
             case "format": format = try scanner.string()
             case "version": version = Int(try scanner.integer())
             case "metadata": metadata = try readMetadata(&scanner)
             case "schema": schema = try readSchema(&scanner)
-            case "rows": rowsRange = try scanner.skipValue()
+            case "rows":
+                // Parsed in place when the schema came first (as QueueData writes it); kept for
+                // later otherwise.
+                if let schema {
+                    rows = try readRows(&scanner, schema: schema)
+                    rowsParsed = true
+                } else {
+                    rowsRange = try scanner.skipValue()
+                }
             default: throw scanner.failure("unknown member '\(key)'")
             }
         }
@@ -66,8 +76,7 @@ enum JSONDocumentReader {
         guard version <= JSONDocumentWriter.formatVersion else { throw Problem.newerVersion(version) }
         guard let metadata else { throw Problem.malformed("the document has no metadata", offset: 0) }
         guard let schema else { throw Problem.malformed("the document has no schema", offset: 0) }
-        var rows: [String: [StoredRow]] = [:]
-        if let rowsRange {
+        if let rowsRange, !rowsParsed {
             var rowScanner = JSONScanner(bytes)
             rowScanner.position = rowsRange.lowerBound
             rows = try readRows(&rowScanner, schema: schema)
@@ -178,37 +187,55 @@ enum JSONDocumentReader {
                 throw scanner.failure("rows of '\(entityName)', which is not in the schema")
             }
             var entityRows: [StoredRow] = []
-            let names = entity.attributes.map(\.name)
+            let names = entity.attributes.map { Array($0.name.utf8) }
+            let idKey = Array("id".utf8)
             try scanner.forEachElement { scanner in
                 let start = scanner.position
                 var primaryKey: Int64?
                 var values = entity.defaultRow
                 var seen = [Bool](repeating: false, count: names.count)
                 var expected = 0
-                try scanner.forEachMember { scanner, key in
-                    if key == "id" {
-                        guard primaryKey == nil else { throw scanner.failure("a row has two ids") }
-                        let position = scanner.position
-                        let id = try scanner.integer()
-                        guard id > 0 else { throw scanner.failure("row ids must be positive", at: position) }
-                        primaryKey = id
-                        return
+                try scanner.expect(UInt8(ascii: "{"))
+                if try !scanner.consume(UInt8(ascii: "}")) {
+                    while true {
+                        // Keys compared as bytes; rows usually list attributes in schema order.
+                        func member(_ key: UnsafeRawBufferPointer, _ scanner: inout JSONScanner) throws {
+                            if key.elementsEqual(idKey) {
+                                guard primaryKey == nil else { throw scanner.failure("a row has two ids") }
+                                let position = scanner.position
+                                let id = try scanner.integer()
+                                guard id > 0 else { throw scanner.failure("row ids must be positive", at: position) }
+                                primaryKey = id
+                                return
+                            }
+                            let index: Int
+                            if expected < names.count, key.elementsEqual(names[expected]) {
+                                index = expected
+                            } else if let found = names.firstIndex(where: { key.elementsEqual($0) }) {
+                                index = found
+                            } else {
+                                throw scanner.failure(
+                                    "'\(entityName)' has no attribute '\(String(decoding: key, as: UTF8.self))'")
+                            }
+                            guard !seen[index] else { throw scanner.failure("a row lists an attribute twice") }
+                            seen[index] = true
+                            expected = index + 1
+                            let attribute = entity.attributes[index]
+                            values[index] = try readValue(
+                                &scanner, type: attribute.type, isOptional: attribute.isOptional, name: attribute.name)
+                        }
+                        var escapedKey: String?
+                        if let raw = try scanner.rawKey(escapedKey: &escapedKey) {
+                            try member(raw, &scanner)
+                        } else {
+                            try Array(escapedKey!.utf8).withUnsafeBytes { try member($0, &scanner) }
+                        }
+                        if try scanner.consume(UInt8(ascii: ",")) {
+                            continue
+                        }
+                        try scanner.expect(UInt8(ascii: "}"))
+                        break
                     }
-                    // Rows usually list attributes in schema order.
-                    let index: Int
-                    if expected < names.count, names[expected] == key {
-                        index = expected
-                    } else if let found = entity.index(ofAttribute: key) {
-                        index = found
-                    } else {
-                        throw scanner.failure("'\(entityName)' has no attribute '\(key)'")
-                    }
-                    guard !seen[index] else { throw scanner.failure("a row lists '\(key)' twice") }
-                    seen[index] = true
-                    expected = index + 1
-                    let attribute = entity.attributes[index]
-                    values[index] = try readValue(
-                        &scanner, type: attribute.type, isOptional: attribute.isOptional, name: attribute.name)
                 }
                 guard let primaryKey else { throw scanner.failure("a row of '\(entityName)' has no id", at: start) }
                 entityRows.append(StoredRow(primaryKey: primaryKey, values: values))

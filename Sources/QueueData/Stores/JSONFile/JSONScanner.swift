@@ -238,10 +238,7 @@ struct JSONScanner {
             if byte == UInt8(ascii: "\"") {
                 let content = UnsafeRawBufferPointer(rebasing: bytes[contentStart..<position])
                 position += 1
-                guard let string = String(validating: content, as: UTF8.self) else {
-                    throw failure("the string is not valid UTF-8", at: start)
-                }
-                return string
+                return try Self.makeString(content, start: start)
             }
             if byte == UInt8(ascii: "\\") {
                 break
@@ -299,6 +296,39 @@ struct JSONScanner {
             }
         }
         throw failure("unterminated string", at: start)
+    }
+
+    /// A string from UTF-8 bytes, refusing invalid UTF-8. ASCII (most keys and values) takes
+    /// a fast path: the generic validating initializer costs a metadata lookup per call.
+    private static func makeString(_ content: UnsafeRawBufferPointer, start: Int) throws -> String {
+        if !content.contains(where: { $0 >= 0x80 }) {
+            return String(decoding: content, as: UTF8.self)
+        }
+        guard let string = String(validating: content, as: UTF8.self) else {
+            throw Failure(offset: start, message: "the string is not valid UTF-8")
+        }
+        return string
+    }
+
+    /// The raw bytes of the key of an object member, when it has no escapes (the scanner is
+    /// left after the colon); `nil` after reading an escaped key, which `string()` then
+    /// returns in `escapedKey`.
+    mutating func rawKey(escapedKey: inout String?) throws -> UnsafeRawBufferPointer? {
+        guard try peek() == UInt8(ascii: "\"") else { throw failure("expected a string") }
+        let start = position + 1
+        var end = start
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20
+        {
+            end += 1
+        }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            position = end + 1
+            try expect(UInt8(ascii: ":"))
+            return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        }
+        escapedKey = try string()
+        try expect(UInt8(ascii: ":"))
+        return nil
     }
 
     private mutating func hexQuad() throws -> UInt32 {

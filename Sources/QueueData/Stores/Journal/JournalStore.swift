@@ -235,6 +235,8 @@ public final class JournalStore: PersistentStore {
                     guard record.type == .changes else {
                         throw reader.error("a snapshot record follows the first record")
                     }
+                    // Take the rows out, so that applying the changes does not copy them.
+                    snapshot = nil
                     try JournalPayload.applyChanges(
                         &reader, schema: current.schema, to: &current.rows,
                         nextPrimaryKeys: &current.metadata.nextPrimaryKeys)
