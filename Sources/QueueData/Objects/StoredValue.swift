@@ -75,6 +75,17 @@ public enum StoredValue: Sendable, Hashable {
         }
     }
 
+    /// Whether `data` is exactly one JSON value: what a transformable attribute holds (the
+    /// JSON store embeds it as it is).
+    static func isSingleJSONValue(_ data: Data) -> Bool {
+        data.withUnsafeBytes { bytes in
+            var scanner = JSONScanner(bytes)
+            guard (try? scanner.skipValue()) != nil else { return false }
+            scanner.skipWhitespace()
+            return scanner.isAtEnd
+        }
+    }
+
     /// Whether the value holds no reference-counted payload (so overwriting it needs no
     /// release).
     @inlinable
@@ -98,7 +109,8 @@ public enum StoredValue: Sendable, Hashable {
         case (.double, .double), (.double, .float): return true
         case (.string, .string): return true
         case (.date, .date): return true
-        case (.data, .binaryData), (.data, .transformable): return true
+        case (.data, .binaryData): return true
+        case (.data(let data), .transformable): return Self.isSingleJSONValue(data)
         case (.uuid, .uuid): return true
         case (.url, .uri): return true
         case (.decimal, .decimal): return true

@@ -215,3 +215,27 @@ struct ManagedObjectTests {
         }
     }
 }
+
+@Suite("Transformable values by key")
+struct TransformableByKeyTests {
+    @Test("a transformable attribute set by key must hold one JSON value")
+    func invalidJSONTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let manager = ContextManager(delegate: TestStoreDelegate())
+            let context = try manager.createContext(for: DispatchQueue(label: "kv"))
+            context.performAndWait {
+                context.insert(AllTypes.self).setValue(.data(Data("not json".utf8)), forKey: "address")
+            }
+        }
+    }
+
+    @Test("a transformable attribute accepts any JSON value by key")
+    func validJSON() throws {
+        let context = try makeContext(makeManager(), "kv-json")
+        context.performAndWait {
+            let object = context.insert(AllTypes.self)
+            object.setValue(.data(Data(#" {"street": "By Key", "zip": 7} "#.utf8)), forKey: "address")
+            #expect(object.address == Address(street: "By Key", zip: 7))
+        }
+    }
+}
