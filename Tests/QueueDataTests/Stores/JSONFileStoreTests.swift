@@ -211,8 +211,8 @@ struct JSONFileStoreTests {
         }
     }
 
-    @Test("a failed save that left the old document lets later saves proceed")
-    func failedWriteKeepsStoreUsable() throws {
+    @Test("after a failed write the store refuses commits until reopened; then the save succeeds")
+    func failedWriteRefusesUntilReopened() throws {
         let directory = TemporaryDirectory("json-retry")
         let bytes = try makeDocument(directory)
         let faulty = FaultyFileSystem()
@@ -222,10 +222,18 @@ struct JSONFileStoreTests {
         try context.performAndWait {
             context.insert(Destination.self).name = "retry"
             #expect(throws: StoreError.self) { try context.save() }
-            #expect(try directory.bytes(of: "Store.json") == bytes)
-            try context.save()
+            let unchanged = try directory.bytes(of: "Store.json")
+            #expect(unchanged == bytes)
+            #expect {
+                try context.save()
+            } throws: { error in
+                (error as? StoreError)?.code == .closed
+            }
         }
         manager.close()
+        let reopened = jsonManager(directory)
+        try saveOneByOne(reopened, ["retry"])
+        reopened.close()
         #expect(try storedNames(jsonManager(directory)) == names + ["retry"])
     }
 

@@ -139,8 +139,8 @@ public final class JSONFileStore: PersistentStore {
     /// Rewrites the document with every row after the change set.
     ///
     /// - Throws: ``StoreError``: `.io` when the new document could not be written (the old one
-    ///   is intact); `.closed` when the store is closed, or refusing commits because a rename
-    ///   may not have been made durable.
+    ///   is intact, or — if only the directory's `fsync` failed — the new one may be); the store
+    ///   then refuses commits with `.closed` until it is reopened.
     public func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
         guard lockDescriptor != nil else {
             throw StoreError(.closed, "The JSON store is closed.", url: url)
@@ -177,9 +177,12 @@ public final class JSONFileStore: PersistentStore {
             fileSystem.close(output)
             try fileSystem.rename(temporary, to: files.path)
         } catch {
-            // The old document is untouched and still the store.
+            // The old document is untouched and still the store; still, like after any failed
+            // write, refuse commits until reopened rather than guess what the disk holds.
             try? fileSystem.remove(temporary)
-            throw files.ioError(error, "write the JSON store")
+            let error = files.ioError(error, "write the JSON store")
+            failure = error
+            throw error
         }
         do {
             try fileSystem.synchronizeDirectory(files.directory)
