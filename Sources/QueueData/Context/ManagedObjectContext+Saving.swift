@@ -67,14 +67,16 @@ extension ManagedObjectContext {
             request.updates.append(
                 SaveRequest.Update(
                     entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue,
-                    baseVersion: object._snapshotVersion, changedSlots: slots, changedValues: values))
+                    baseVersion: object._snapshotVersion, snapshot: snapshot, changedSlots: slots,
+                    changedValues: values))
         }
         for object in deletes {
             request.deletes.append(
                 SaveRequest.Delete(
                     entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue,
-                    baseVersion: object._snapshotVersion))
+                    baseVersion: object._snapshotVersion, snapshot: object._snapshot ?? object.entity.defaultRow))
         }
+        request.mergePolicy = mergePolicyValue
         if request.isEmpty {
             // Only updates that were undone by setting the old values back.
             for object in updates {
@@ -101,29 +103,31 @@ extension ManagedObjectContext {
             object._state = []
             insertedIDs.append(permanentID)
         }
-        var updatedRows: [(ObjectID, CommittedRow)] = []
-        updatedRows.reserveCapacity(savedUpdates.count)
-        for (object, row) in zip(savedUpdates, outcome.updated) {
-            // The committed row also carries other contexts' changes to attributes this one
-            // did not touch: take them, as a merge would.
-            object._load(row.values)
-            object._snapshot = row.values
-            object._snapshotVersion = row.version
-            object._state.remove(.updated)
-            updatedRows.append((object._objectID, row))
+        // Every updated or deleted object takes its committed state after the save: what this
+        // context wrote, or what a merge policy kept or wrote instead (the row also carries
+        // other contexts' changes to attributes this one did not touch, as a merge would).
+        for object in savedUpdates + deletes {
+            let key = RowKey(entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue)
+            guard let final = outcome.finalRows[key] else { continue }
+            if let row = final {
+                object._load(row.values)
+                object._snapshot = row.values
+                object._snapshotVersion = row.version
+                object._state = []
+            } else {
+                unregister(object)
+                object._state = [.deleted, .detached]
+            }
         }
         for object in updates {
             object._state.remove(.updated)
         }
-        var deletedIDs: [ObjectID] = []
-        deletedIDs.reserveCapacity(deletes.count)
-        for object in deletes {
-            unregister(object)
-            object._state = [.deleted, .detached]
-            deletedIDs.append(object._objectID)
-        }
         clearPendingChanges()
 
+        let keys = coordinator.entityKeys
+        let updatedRows = outcome.changedRows.map { (ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey), $0.row) }
+        let deletedIDs = outcome.deletedKeys.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.primaryKey) }
+        insertedIDs += outcome.restoredRows.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey) }
         let changes = SaveChanges(
             coordinatorIdentifier: coordinator.identifier, inserted: insertedIDs, updated: updatedRows,
             deleted: deletedIDs)

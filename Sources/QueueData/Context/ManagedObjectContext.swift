@@ -41,6 +41,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingUpdates: [ManagedObject] = []
     var pendingDeletes: [ManagedObject] = []
     var mergesAutomaticallyValue = true
+    var mergePolicyValue: MergePolicy = .error
 
     init(
         queue: DispatchQueue,
@@ -95,6 +96,21 @@ public final class ManagedObjectContext: @unchecked Sendable {
         set {
             checkConfined()
             mergesAutomaticallyValue = newValue
+        }
+    }
+
+    /// How ``save()`` resolves conflicts with saves of other contexts (default
+    /// ``MergePolicy/error``): see ``MergePolicy``.
+    ///
+    /// - Important: Call on the context's queue.
+    public var mergePolicy: MergePolicy {
+        get {
+            checkConfined()
+            return mergePolicyValue
+        }
+        set {
+            checkConfined()
+            mergePolicyValue = newValue
         }
     }
 

@@ -1,36 +1,13 @@
 /// A save refused because objects it changes were changed or deleted by another save since
-/// this context last saw them. Nothing was written; the context keeps its changes.
+/// this context last saw them, and the context's ``ManagedObjectContext/mergePolicy`` (by
+/// default ``MergePolicy/error``) did not resolve them. Nothing was written; the context keeps
+/// its changes (refresh the objects, or choose another policy, and save again).
 public struct MergeConflictError: Error, Sendable, CustomStringConvertible {
-    /// One conflicting object.
-    public struct Conflict: Sendable, Hashable, CustomStringConvertible {
-        /// The object.
-        public var objectID: ObjectID
-        /// The committed version the context's changes were based on.
-        public var baseVersion: Int64
-        /// The version committed now, or `nil` if the object was deleted.
-        public var committedVersion: Int64?
-
-        /// Creates a conflict.
-        public init(objectID: ObjectID, baseVersion: Int64, committedVersion: Int64?) {
-            self.objectID = objectID
-            self.baseVersion = baseVersion
-            self.committedVersion = committedVersion
-        }
-
-        /// `ID: version a → b` or `ID: deleted`.
-        public var description: String {
-            if let committedVersion {
-                return "\(objectID): version \(baseVersion) → \(committedVersion)"
-            }
-            return "\(objectID): deleted by another save"
-        }
-    }
-
-    /// Every conflict of the save.
-    public var conflicts: [Conflict]
+    /// Every conflict the policy did not resolve.
+    public var conflicts: [MergeConflict]
 
     /// Creates an error.
-    public init(conflicts: [Conflict]) {
+    public init(conflicts: [MergeConflict]) {
         self.conflicts = conflicts
     }
 

@@ -1,11 +1,12 @@
 /// A committed row with the version optimistic locking compares.
 struct CommittedRow: Sendable {
     var primaryKey: Int64
-    /// Starts at 1 and grows by one with each committed update; 0 marks a deleted row.
+    /// Starts at 1 and grows by one with each committed update. A deleted row (a tombstone)
+    /// holds its last version negated, so that a restored row continues the count.
     var version: Int64
     var values: [StoredValue]
 
-    var isDeleted: Bool { version == 0 }
+    var isDeleted: Bool { version <= 0 }
 }
 
 /// The committed rows of one entity, in primary-key order.
@@ -56,11 +57,37 @@ struct EntityTable: Sendable {
         self[position] = row
     }
 
+    /// Brings back a row that was deleted (a merge policy writing an object another save had
+    /// deleted), under its old primary key, with a version above any it had (and above
+    /// `versionAtLeast`).
+    ///
+    /// - Returns: The restored row.
+    mutating func restore(primaryKey: Int64, values: [StoredValue], versionAtLeast: Int64) -> CommittedRow {
+        if let position = position(of: primaryKey) {
+            precondition(self[position].isDeleted, "QueueData: row \(primaryKey) is not deleted")
+            let row = CommittedRow(
+                primaryKey: primaryKey, version: Swift.max(-self[position].version, versionAtLeast) + 1, values: values)
+            self[position] = row
+            liveCount += 1
+            return row
+        }
+        let row = CommittedRow(primaryKey: primaryKey, version: versionAtLeast + 1, values: values)
+        if storedCount == 0 || self[storedCount - 1].primaryKey < primaryKey {
+            append(row)
+        } else {
+            // Its tombstone was compacted away: rebuild with the row in its place (rare).
+            var rows = chunks.joined().filter { !$0.isDeleted }
+            rows.append(row)
+            self = EntityTable(rows: rows, nextPrimaryKey: nextPrimaryKey)
+        }
+        return row
+    }
+
     /// Deletes the live row with `primaryKey`; returns whether there was one.
     @discardableResult
     mutating func remove(_ primaryKey: Int64) -> Bool {
         guard let position = position(of: primaryKey), !self[position].isDeleted else { return false }
-        self[position] = CommittedRow(primaryKey: primaryKey, version: 0, values: [])
+        self[position] = CommittedRow(primaryKey: primaryKey, version: -self[position].version, values: [])
         liveCount -= 1
         compactIfNeeded()
         return true

@@ -10,31 +10,55 @@ struct SaveRequest: Sendable {
         var primaryKey: Int64
         /// The committed version the context's changes are based on.
         var baseVersion: Int64
+        /// The committed values the context last saw (shared with the object, not copied).
+        var snapshot: [StoredValue]
         /// Changed slots, ascending, and their new values.
         var changedSlots: [Int]
         var changedValues: [StoredValue]
+
+        /// The object's values: the snapshot with the changes applied.
+        var objectValues: [StoredValue] {
+            var values = snapshot
+            for (slot, value) in zip(changedSlots, changedValues) {
+                values[slot] = value
+            }
+            return values
+        }
     }
 
     struct Delete: Sendable {
         var entityIndex: Int
         var primaryKey: Int64
         var baseVersion: Int64
+        var snapshot: [StoredValue]
     }
 
     var inserts: [Insert] = []
     var updates: [Update] = []
     var deletes: [Delete] = []
+    /// How conflicts with other saves are resolved.
+    var mergePolicy: MergePolicy = .error
 
     var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
 }
 
+/// Identifies a committed row.
+struct RowKey: Hashable, Sendable {
+    var entityIndex: Int
+    var primaryKey: Int64
+}
+
 /// What the coordinator committed, for the saving context and the merge notification.
 struct SaveOutcome: Sendable {
-    /// The committed row of each insert, in request order (permanent keys, version 1).
+    /// The committed row of each insert, in request order (permanent keys).
     var inserted: [CommittedRow]
-    /// The committed row of each update, in request order.
-    var updated: [CommittedRow]
-    /// The keys of the requested deletes, in request order (including rows another context
-    /// had already deleted).
-    var deleted: [Int64]
+    /// The committed state, after the save, of every object the request updated or deleted:
+    /// the row, or `nil` if the object no longer exists.
+    var finalRows: [RowKey: CommittedRow?]
+    /// Rows this commit changed, for other contexts to merge.
+    var changedRows: [(entityIndex: Int, row: CommittedRow)]
+    /// Rows this commit wrote back after another save had deleted them.
+    var restoredRows: [(entityIndex: Int, row: CommittedRow)]
+    /// Rows this commit deleted.
+    var deletedKeys: [RowKey]
 }

@@ -139,34 +139,87 @@ final class StoreCoordinator: @unchecked Sendable {
 
     // MARK: Committing (call on `queue`)
 
-    /// Checks, commits and applies one save.
+    /// Checks, resolves, commits and applies one save, in one step on the coordinator's queue.
     ///
-    /// - Throws: ``MergeConflictError`` when an updated object was deleted by another save;
+    /// Every updated or deleted object whose committed version is no longer the one its
+    /// context last saw is a conflict, settled by the request's merge policy.
+    ///
+    /// - Throws: ``MergeConflictError`` for conflicts the policy leaves failing;
     ///   ``StoreError`` when the store cannot commit. Nothing is applied on failure.
     func commit(_ request: SaveRequest) throws -> SaveOutcome {
         guard let store else {
             throw StoreError(.closed, "The store was closed; its manager must load it again.")
         }
-        var conflicts: [MergeConflictError.Conflict] = []
-        var updatedRows: [CommittedRow] = []
-        updatedRows.reserveCapacity(request.updates.count)
+        var plan = CommitPlan()
+        var conflicts: [MergeConflict] = []
+        var conflicting: [(key: RowKey, snapshot: [StoredValue], objectValues: [StoredValue]?)] = []
+
         for update in request.updates {
-            guard let current = tables[update.entityIndex].row(for: update.primaryKey) else {
+            let key = RowKey(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
+            let current = tables[update.entityIndex].row(for: update.primaryKey)
+            if let current, current.version == update.baseVersion {
+                plan.updates.append((key, update.objectValues, update.changedSlots))
+            } else {
                 conflicts.append(
-                    MergeConflictError.Conflict(
-                        objectID: ObjectID(key: entityKeys[update.entityIndex], rawValue: update.primaryKey),
-                        baseVersion: update.baseVersion, committedVersion: nil))
-                continue
+                    conflict(key, update.baseVersion, update.snapshot, current, objectValues: update.objectValues))
+                conflicting.append((key, update.snapshot, update.objectValues))
             }
-            var values = current.values
-            for (slot, value) in zip(update.changedSlots, update.changedValues) {
-                values[slot] = value
-            }
-            updatedRows.append(
-                CommittedRow(primaryKey: update.primaryKey, version: current.version + 1, values: values))
         }
-        guard conflicts.isEmpty else {
-            throw MergeConflictError(conflicts: conflicts)
+        for delete in request.deletes {
+            let key = RowKey(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
+            guard let current = tables[delete.entityIndex].row(for: delete.primaryKey) else {
+                continue  // Deleted already: the goal is reached, no conflict.
+            }
+            if current.version == delete.baseVersion {
+                plan.deletes.append(key)
+            } else {
+                conflicts.append(conflict(key, delete.baseVersion, delete.snapshot, current, objectValues: nil))
+                conflicting.append((key, delete.snapshot, nil))
+            }
+        }
+
+        if !conflicts.isEmpty {
+            let resolutions = request.mergePolicy.resolutions(for: conflicts)
+            guard resolutions.count == conflicts.count else {
+                fatalError(
+                    "QueueData: the merge policy '\(request.mergePolicy)' returned \(resolutions.count) resolutions "
+                        + "for \(conflicts.count) conflicts; return one per conflict.")
+            }
+            let failed = zip(conflicts, resolutions).filter { $0.1 == .fail }.map(\.0)
+            guard failed.isEmpty else {
+                throw MergeConflictError(conflicts: failed)
+            }
+            for ((key, snapshot, _), resolution) in zip(conflicting, resolutions) {
+                let current = tables[key.entityIndex].row(for: key.primaryKey)
+                switch resolution {
+                case .fail, .keepStoreVersion:
+                    break
+                case .delete:
+                    if current != nil {
+                        plan.deletes.append(key)
+                    }
+                case .write(let values):
+                    let baseVersion = conflicts[conflicting.firstIndex { $0.key == key }!].snapshotVersion
+                    let entity = model.entities[key.entityIndex]
+                    var row = current?.values ?? snapshot
+                    for (name, value) in values {
+                        guard let slot = entity.index(ofAttribute: name),
+                            value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
+                        else {
+                            fatalError(
+                                "QueueData: the merge policy '\(request.mergePolicy)' wrote \(value) to "
+                                    + "'\(entity.name).\(name)', which does not exist or does not take it.")
+                        }
+                        row[slot] = value
+                    }
+                    if let current {
+                        let changed = row.indices.filter { !StoredValue.isSame(row[$0], current.values[$0]) }
+                        plan.updates.append((key, row, changed))
+                    } else {
+                        plan.restores.append((key, row, baseVersion))
+                    }
+                }
+            }
         }
 
         var nextKeys = tables.map(\.nextPrimaryKey)
@@ -174,51 +227,90 @@ final class StoreCoordinator: @unchecked Sendable {
         insertedRows.reserveCapacity(request.inserts.count)
         for insert in request.inserts {
             let key = nextKeys[insert.entityIndex]
+            guard key < Int64.max else {
+                throw StoreError(.io, "The primary keys of '\(model.entities[insert.entityIndex].name)' are exhausted.")
+            }
             nextKeys[insert.entityIndex] = key + 1
             insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: insert.values))
         }
-        let liveDeletes = request.deletes.filter { tables[$0.entityIndex].row(for: $0.primaryKey) != nil }
 
-        // Built in place, one array per entity: appending to a copy taken out of a
-        // dictionary would copy the whole array on every append.
+        // The change set, built in place, one array per entity: appending to a copy taken out
+        // of a dictionary would copy the whole array on every append.
         var changes = model.entities.map { ChangeSet.EntityChanges(entityName: $0.name) }
+        // The tables after the change, built on a copy: only the chunks it touches are copied,
+        // and nothing is applied unless the store commits.
+        var updatedTables = tables
+        var changedRows: [(entityIndex: Int, row: CommittedRow)] = []
+        var restoredRows: [(entityIndex: Int, row: CommittedRow)] = []
         for (insert, row) in zip(request.inserts, insertedRows) {
             changes[insert.entityIndex].inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
+            updatedTables[insert.entityIndex].append(row)
         }
-        for (update, row) in zip(request.updates, updatedRows) {
-            changes[update.entityIndex].updated.append(
-                ChangeSet.RowUpdate(
-                    primaryKey: row.primaryKey, changedAttributes: update.changedSlots, values: row.values))
+        for (key, values, baseVersion) in plan.restores {
+            let row = updatedTables[key.entityIndex].restore(
+                primaryKey: key.primaryKey, values: values, versionAtLeast: baseVersion)
+            changes[key.entityIndex].inserted.append(StoredRow(primaryKey: key.primaryKey, values: values))
+            restoredRows.append((key.entityIndex, row))
         }
-        for delete in liveDeletes {
-            changes[delete.entityIndex].deleted.append(delete.primaryKey)
+        for (key, values, changedSlots) in plan.updates where !changedSlots.isEmpty {
+            let version = (tables[key.entityIndex].row(for: key.primaryKey)?.version ?? 0) + 1
+            let row = CommittedRow(primaryKey: key.primaryKey, version: version, values: values)
+            changes[key.entityIndex].updated.append(
+                ChangeSet.RowUpdate(primaryKey: key.primaryKey, changedAttributes: changedSlots, values: values))
+            updatedTables[key.entityIndex].replace(with: row)
+            changedRows.append((key.entityIndex, row))
+        }
+        for key in plan.deletes {
+            changes[key.entityIndex].deleted.append(key.primaryKey)
+            updatedTables[key.entityIndex].remove(key.primaryKey)
         }
         var nextPrimaryKeys: [String: Int64] = [:]
         for (index, key) in nextKeys.enumerated() where key != tables[index].nextPrimaryKey {
             nextPrimaryKeys[model.entities[index].name] = key
-        }
-        let changeSet = ChangeSet(entities: changes.filter { !$0.isEmpty }, nextPrimaryKeys: nextPrimaryKeys)
-
-        // The tables after the change, built on a copy: only the chunks it touches are copied,
-        // and nothing is applied unless the store commits.
-        var updatedTables = tables
-        for (insert, row) in zip(request.inserts, insertedRows) {
-            updatedTables[insert.entityIndex].append(row)
-        }
-        for (update, row) in zip(request.updates, updatedRows) {
-            updatedTables[update.entityIndex].replace(with: row)
-        }
-        for delete in liveDeletes {
-            updatedTables[delete.entityIndex].remove(delete.primaryKey)
-        }
-        for (index, key) in nextKeys.enumerated() {
             updatedTables[index].nextPrimaryKey = key
         }
+        let changeSet = ChangeSet(entities: changes.filter { !$0.isEmpty }, nextPrimaryKeys: nextPrimaryKeys)
         if !changeSet.entities.isEmpty {
             try store.commit(changeSet, resultingState: state(of: updatedTables))
         }
         tables = updatedTables
-        return SaveOutcome(inserted: insertedRows, updated: updatedRows, deleted: request.deletes.map(\.primaryKey))
+
+        var finalRows: [RowKey: CommittedRow?] = [:]
+        for update in request.updates {
+            let key = RowKey(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
+            finalRows[key] = .some(tables[key.entityIndex].row(for: key.primaryKey))
+        }
+        for delete in request.deletes {
+            let key = RowKey(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
+            finalRows[key] = .some(tables[key.entityIndex].row(for: key.primaryKey))
+        }
+        return SaveOutcome(
+            inserted: insertedRows, finalRows: finalRows, changedRows: changedRows, restoredRows: restoredRows,
+            deletedKeys: plan.deletes)
+    }
+
+    /// The changes a commit makes, once conflicts are resolved.
+    private struct CommitPlan {
+        var updates: [(key: RowKey, values: [StoredValue], changedSlots: [Int])] = []
+        var restores: [(key: RowKey, values: [StoredValue], baseVersion: Int64)] = []
+        var deletes: [RowKey] = []
+    }
+
+    private func conflict(
+        _ key: RowKey,
+        _ baseVersion: Int64,
+        _ snapshot: [StoredValue],
+        _ current: CommittedRow?,
+        objectValues: [StoredValue]?
+    ) -> MergeConflict {
+        let entity = model.entities[key.entityIndex]
+        func named(_ values: [StoredValue]) -> [String: StoredValue] {
+            Dictionary(uniqueKeysWithValues: zip(entity.attributes.map(\.name), values))
+        }
+        return MergeConflict(
+            objectID: ObjectID(key: entityKeys[key.entityIndex], rawValue: key.primaryKey),
+            snapshotVersion: baseVersion, committedVersion: current?.version, snapshotValues: named(snapshot),
+            committedValues: current.map { named($0.values) }, objectValues: objectValues.map(named))
     }
 
     /// The store's rows as `tables` hold them.

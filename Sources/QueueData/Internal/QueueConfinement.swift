@@ -2,6 +2,14 @@ internal import CQueueDataShims
 import Dispatch
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The queue a context and its objects are confined to, and the check that enforces it.
 ///
 /// Every context owns one; each of its objects holds it strongly, so the check never needs
@@ -34,6 +42,9 @@ final class QueueConfinement: @unchecked Sendable {
     let state = Atomic<UInt8>(State.valid.rawValue)
     /// The context, for the slow paths that need it (registering a change).
     weak var context: ManagedObjectContext?
+    /// The thread inside one of this confinement's blocks (0 when none): two threads inside
+    /// at once means the queue is not serial.
+    private let occupant = Atomic<UInt>(0)
 
     init(queue: DispatchQueue, contextName: String) {
         self.queue = queue
@@ -134,8 +145,13 @@ final class QueueConfinement: @unchecked Sendable {
 
     /// Runs `body` marked as one of this confinement's blocks, so that checks inside it take
     /// the thread-local fast path. Must be called on the queue.
+    ///
+    /// Traps if another thread is inside one of this confinement's blocks at the same time:
+    /// the queue is not serial.
     @inline(__always)
     func withMarkedBlock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        let occupied = enter()
+        defer { leave(occupied) }
         let previousToken = qd_confinement_current()
         let previousFrames = qd_confinement_frames()
         var frame = ConfinementFrame(token: token, previous: previousFrames)
@@ -147,6 +163,34 @@ final class QueueConfinement: @unchecked Sendable {
                 qd_confinement_set_frames(previousFrames)
             }
             return try body()
+        }
+    }
+
+    /// Marks the calling thread as inside; returns whether this entry took the mark (nested
+    /// entries on the same thread do not).
+    private func enter() -> Bool {
+        #if canImport(Darwin)
+        let thread = UInt(bitPattern: pthread_self())
+        #else
+        let thread = UInt(pthread_self())
+        #endif
+        if occupant.load(ordering: .relaxed) == thread {
+            return false
+        }
+        let (exchanged, _) = occupant.compareExchange(expected: 0, desired: thread, ordering: .acquiring)
+        if !exchanged {
+            let queueLabel = queue.label.isEmpty ? "(unlabeled)" : queue.label
+            fatalError(
+                "QueueData: context '\(contextName)' was entered by two threads at once: its queue '\(queueLabel)' "
+                    + "is not serial. Create contexts only for serial queues (a DispatchQueue made without "
+                    + ".concurrent), and never touch a context or its objects from concurrentPerform.")
+        }
+        return true
+    }
+
+    private func leave(_ occupied: Bool) {
+        if occupied {
+            occupant.store(0, ordering: .releasing)
         }
     }
 }

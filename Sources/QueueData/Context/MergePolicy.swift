@@ -1,0 +1,163 @@
+/// What a save does when objects it changes were changed or deleted by another save since
+/// this context last saw them (optimistic locking conflicts): Core Data's five policies, or
+/// your own.
+///
+/// The fixture: object O with attributes a, b, c at version 1 in contexts A and B. B sets a
+/// and b and saves (version 2). A, still based on version 1, sets b and c and saves:
+///
+/// | policy | A's save | the store afterwards |
+/// |---|---|---|
+/// | ``error`` | throws ``MergeConflictError`` | a, b from B; c original; A keeps its changes |
+/// | ``mergeByPropertyStoreTrump`` | succeeds | a from B, b from **B**, c from A |
+/// | ``mergeByPropertyObjectTrump`` | succeeds | a from B, b from **A**, c from A |
+/// | ``overwrite`` | succeeds | A's whole object: a **original**, b, c from A |
+/// | ``rollback`` | succeeds | a, b from B, c **original**; A's other objects still save |
+///
+/// When the other side **deleted** the object A changed: ``error`` throws;
+/// ``mergeByPropertyStoreTrump`` and ``rollback`` let the deletion stand (A's object leaves
+/// the context); ``mergeByPropertyObjectTrump`` and ``overwrite`` write A's object back, under
+/// the same ID. When A **deleted** an object the other side changed: ``error`` throws;
+/// ``mergeByPropertyStoreTrump`` and ``rollback`` keep the other side's version (A's deletion
+/// is discarded); ``mergeByPropertyObjectTrump`` and ``overwrite`` delete it. Deleting an
+/// object that is already deleted is never a conflict.
+///
+/// After a save that resolved conflicts, the saving context's objects hold what was stored.
+/// Resolution runs on the coordinator's queue, in the same step as the commit: no other save
+/// can slip in between.
+public struct MergePolicy: Sendable, CustomStringConvertible {
+    enum Kind: Sendable {
+        case error
+        case mergeByPropertyStoreTrump
+        case mergeByPropertyObjectTrump
+        case overwrite
+        case rollback
+        case custom(String, @Sendable ([MergeConflict]) -> [MergeConflict.Resolution])
+    }
+
+    let kind: Kind
+
+    /// The default: a conflict fails the save with ``MergeConflictError``; nothing is written
+    /// and the context keeps its changes.
+    public static let error = MergePolicy(kind: .error)
+
+    /// Property by property, with the store's changes winning: attributes the other side
+    /// changed keep its values; the context's other changes are saved.
+    public static let mergeByPropertyStoreTrump = MergePolicy(kind: .mergeByPropertyStoreTrump)
+
+    /// Property by property, with the context's changes winning: attributes the context
+    /// changed take its values; the other side's other changes are kept.
+    public static let mergeByPropertyObjectTrump = MergePolicy(kind: .mergeByPropertyObjectTrump)
+
+    /// The context's whole object is written, including attributes it did not change.
+    public static let overwrite = MergePolicy(kind: .overwrite)
+
+    /// The context's changes to conflicting objects are discarded; its other changes are saved.
+    public static let rollback = MergePolicy(kind: .rollback)
+
+    /// Your own policy: `resolve` receives every conflict of a save and returns one
+    /// resolution per conflict, in order. It runs on the coordinator's queue, during the
+    /// commit: keep it quick, and don't call QueueData from it.
+    public static func custom(
+        named name: String = "custom",
+        _ resolve: @escaping @Sendable ([MergeConflict]) -> [MergeConflict.Resolution]
+    ) -> MergePolicy {
+        MergePolicy(kind: .custom(name, resolve))
+    }
+
+    /// The policy's name.
+    public var description: String {
+        switch kind {
+        case .error: return "error"
+        case .mergeByPropertyStoreTrump: return "mergeByPropertyStoreTrump"
+        case .mergeByPropertyObjectTrump: return "mergeByPropertyObjectTrump"
+        case .overwrite: return "overwrite"
+        case .rollback: return "rollback"
+        case .custom(let name, _): return name
+        }
+    }
+
+    /// How the policy resolves `conflicts`, one resolution each.
+    func resolutions(for conflicts: [MergeConflict]) -> [MergeConflict.Resolution] {
+        switch kind {
+        case .error:
+            return conflicts.map { _ in .fail }
+        case .rollback:
+            return conflicts.map { _ in .keepStoreVersion }
+        case .mergeByPropertyStoreTrump:
+            return conflicts.map { conflict in
+                guard let committed = conflict.committedValues, let object = conflict.objectValues else {
+                    return .keepStoreVersion
+                }
+                var merged = committed
+                for name in conflict.changedAttributes
+                where StoredValue.isSame(conflict.snapshotValues[name] ?? .null, committed[name] ?? .null) {
+                    merged[name] = object[name]
+                }
+                return .write(merged)
+            }
+        case .mergeByPropertyObjectTrump:
+            return conflicts.map { conflict in
+                guard let object = conflict.objectValues else { return .delete }
+                guard let committed = conflict.committedValues else { return .write(object) }
+                var merged = committed
+                for name in conflict.changedAttributes {
+                    merged[name] = object[name]
+                }
+                return .write(merged)
+            }
+        case .overwrite:
+            return conflicts.map { conflict in
+                guard let object = conflict.objectValues else { return .delete }
+                return .write(object)
+            }
+        case .custom(_, let resolve):
+            return resolve(conflicts)
+        }
+    }
+}
+
+/// One optimistic-locking conflict: an object a save changes (or deletes) whose committed
+/// version is no longer the one the saving context last saw.
+public struct MergeConflict: Sendable, CustomStringConvertible {
+    /// How a policy settles a conflict.
+    public enum Resolution: Sendable, Equatable {
+        /// Fail the save with ``MergeConflictError`` (nothing is written).
+        case fail
+        /// Discard the context's change to this object; the committed version stands (if the
+        /// other side deleted the object, it stays deleted).
+        case keepStoreVersion
+        /// Write these attribute values (attributes not listed keep their committed values, or
+        /// the context's last-seen values if the object was deleted — which writes it back).
+        case write([String: StoredValue])
+        /// Delete the object.
+        case delete
+    }
+
+    /// The object.
+    public let objectID: ObjectID
+    /// The committed version the context last saw (its snapshot): the old version.
+    public let snapshotVersion: Int64
+    /// The version committed now (the new version), or `nil` if the object was deleted.
+    public let committedVersion: Int64?
+    /// The values the context last saw (Core Data's cached snapshot).
+    public let snapshotValues: [String: StoredValue]
+    /// The values committed now (the persisted snapshot), or `nil` if the object was deleted.
+    public let committedValues: [String: StoredValue]?
+    /// The context's values (the object snapshot), or `nil` if the context deleted the object.
+    public let objectValues: [String: StoredValue]?
+
+    /// The attributes the context changed (all of them if it deleted the object).
+    public var changedAttributes: [String] {
+        guard let objectValues else { return snapshotValues.keys.sorted() }
+        return objectValues.keys.sorted().filter { name in
+            !StoredValue.isSame(objectValues[name]!, snapshotValues[name] ?? .null)
+        }
+    }
+
+    /// `ID: version a → b` (or `deleted`), and what the context did.
+    public var description: String {
+        let committed = committedVersion.map { "version \(snapshotVersion) → \($0)" } ?? "deleted by another save"
+        let local = objectValues == nil ? "deleted here" : "changed here: \(changedAttributes.joined(separator: ", "))"
+        return "\(objectID): \(committed); \(local)"
+    }
+}
