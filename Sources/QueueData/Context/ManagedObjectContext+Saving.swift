@@ -125,7 +125,9 @@ extension ManagedObjectContext {
         clearPendingChanges()
 
         let keys = coordinator.entityKeys
-        let updatedRows = outcome.changedRows.map { (ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey), $0.row) }
+        let updatedRows = outcome.changedRows.map {
+            (ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey), $0.row)
+        }
         let deletedIDs = outcome.deletedKeys.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.primaryKey) }
         insertedIDs += outcome.restoredRows.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey) }
         let changes = SaveChanges(

@@ -3,11 +3,11 @@ import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The queue a context and its objects are confined to, and the check that enforces it.
@@ -170,9 +170,9 @@ final class QueueConfinement: @unchecked Sendable {
     /// entries on the same thread do not).
     private func enter() -> Bool {
         #if canImport(Darwin)
-        let thread = UInt(bitPattern: pthread_self())
+            let thread = UInt(bitPattern: pthread_self())
         #else
-        let thread = UInt(pthread_self())
+            let thread = UInt(pthread_self())
         #endif
         if occupant.load(ordering: .relaxed) == thread {
             return false
