@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import QueueData
 
 /// One line of the results table.
 struct Measurement {
@@ -10,6 +11,8 @@ struct Measurement {
     var unit: String
     var goal: Double?
     var note: String = ""
+    /// A goal on the subject's own time (seconds), instead of on the ratio.
+    var absoluteGoal: Double? = nil
 
     var ratio: Double { subject / baseline }
 }
@@ -45,8 +48,12 @@ func printTable(_ rows: [Measurement]) {
     let header = ["workload", "QueueData", "baseline", "ratio", "goal", "met"]
     var lines = [header]
     for row in rows {
-        let goal = row.goal.map { String(format: "≤ %.1f×", $0) } ?? "—"
-        let met = row.goal.map { row.ratio <= $0 ? "met" : "not met" } ?? "—"
+        var goal = row.goal.map { String(format: "≤ %.1f×", $0) } ?? "—"
+        var met = row.goal.map { row.ratio <= $0 ? "met" : "not met" } ?? "—"
+        if let absolute = row.absoluteGoal {
+            goal = "≤ " + format(absolute, unit: row.unit)
+            met = row.subject <= absolute ? "met" : "not met"
+        }
         lines.append([
             row.workload, format(row.subject, unit: row.unit),
             "\(format(row.baseline, unit: row.unit)) (\(row.baselineName))",
@@ -70,4 +77,18 @@ func printTable(_ rows: [Measurement]) {
 @inline(never) @_optimize(none)
 func opaque<T>(_ value: T) -> T {
     value
+}
+
+/// Keeps the last did-save notification a context posted.
+final class NotificationCapture: @unchecked Sendable {
+    private(set) var last: Notification?
+    private var token: (any NSObjectProtocol)?
+
+    init(object: AnyObject) {
+        token = NotificationCenter.default.addObserver(
+            forName: ManagedObjectContext.didSaveNotification, object: object, queue: nil
+        ) { [weak self] notification in
+            self?.last = notification
+        }
+    }
 }

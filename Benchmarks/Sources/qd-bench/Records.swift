@@ -58,9 +58,11 @@ func makeRecords(_ count: Int) -> [RecordValue] {
     }
 }
 
+/// The in-memory workloads' configuration (the file-store workloads use `FileStoreBenchmark`).
 struct BenchmarkStore: ContextManagerDelegate {
     var managedObjectModel: ManagedObjectModel { ManagedObjectModel([Record.self]) }
     var persistentStoreName: String { "Benchmark" }
+    var persistentStoreType: StoreType { .inMemory }
 }
 
 // The access loops, identical for both kinds of record and never inlined into the timing code.

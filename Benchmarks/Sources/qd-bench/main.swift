@@ -312,4 +312,138 @@ if shouldRun("json") {
             baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
 }
 
+// MARK: Concurrency
+
+if shouldRun("conflict") {
+    let size = quick ? 2_000 : 10_000
+    var plain = 0.0
+    var resolved = 0.0
+    for _ in 0..<(quick ? 2 : 3) {
+        let manager = try loadedManager(Array(records.prefix(size)))
+        let writer = try manager.createContext()
+        let other = try manager.createContext()
+        let objects = try writer.performAndWait {
+            writer.automaticallyMergesChangesFromOtherContexts = false
+            writer.mergePolicy = .mergeByPropertyObjectTrump
+            return try writer.fetch(FetchRequest<Record>())
+        }
+        // A save of `size` updates with no other writer.
+        plain += try writer.performAndWait {
+            for object in objects { object.age = (object.age + 1) % 100 }
+            let start = DispatchTime.now().uptimeNanoseconds
+            try writer.save()
+            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        }
+        // The same save after another context changed every object: every update conflicts.
+        try other.performAndWait {
+            for object in try other.fetch(FetchRequest<Record>()) { object.score += 1 }
+            try other.save()
+        }
+        resolved += try writer.performAndWait {
+            for object in objects { object.age = (object.age + 1) % 100 }
+            let start = DispatchTime.now().uptimeNanoseconds
+            try writer.save()
+            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        }
+        manager.close()
+    }
+    results.append(
+        Measurement(
+            workload: "\(size)-object save, every object in conflict (objectTrump)", subject: resolved,
+            baseline: plain, baselineName: "the same save, no other writer", unit: "ms", goal: nil))
+}
+
+if shouldRun("merge") {
+    let objectsPerSave = 1_000
+    let receivers = 8
+    let manager = try loadedManager(Array(records.prefix(objectsPerSave)))
+    let writer = try manager.createContext()
+    let contexts = try (0..<receivers).map { _ in try manager.createContext() }
+    for context in contexts {
+        try context.performAndWait {
+            context.automaticallyMergesChangesFromOtherContexts = false
+            _ = try context.fetch(FetchRequest<Record>())
+        }
+    }
+    let captured = NotificationCapture(object: writer)
+    var merge = 0.0
+    let rounds = quick ? 5 : 20
+    var mergeTimes: [Double] = []
+    for round in 0..<rounds {
+        try writer.performAndWait {
+            for object in try writer.fetch(FetchRequest<Record>()) { object.age = (object.age + round + 1) % 100 }
+            try writer.save()
+        }
+        let notification = captured.last!
+        var total = 0.0
+        for context in contexts {
+            total += context.performAndWait {
+                let start = DispatchTime.now().uptimeNanoseconds
+                context.mergeChanges(fromContextDidSave: notification)
+                return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            }
+        }
+        mergeTimes.append(total / Double(objectsPerSave * receivers))
+    }
+    mergeTimes.sort()
+    merge = mergeTimes[mergeTimes.count / 2]
+    // The floor: assigning the same values through the attribute setters, per object per context.
+    let baseline =
+        try medianSeconds(repetitions: repetitions) {
+            for context in contexts {
+                try context.performAndWait {
+                    for object in try context.fetch(FetchRequest<Record>()) {
+                        object.age = (object.age + 1) % 100
+                        object.score += 1
+                    }
+                    context.rollback()
+                }
+            }
+        } / Double(objectsPerSave * receivers)
+    results.append(
+        Measurement(
+            workload: "P9 merge of \(objectsPerSave) updated objects into \(receivers) contexts, per object",
+            subject: merge,
+            baseline: baseline, baselineName: "fetch + set 2 attributes + rollback", unit: "µs", goal: nil,
+            absoluteGoal: 2e-6))
+    manager.close()
+}
+
+if shouldRun("throughput") {
+    let queues = 8
+    let savesPerQueue = quick ? 200 : 1_000
+    let manager = try loadedManager(Array(records.prefix(queues * 10)))
+    let contexts = try (0..<queues).map { _ in try manager.createContext() }
+    let ownedIDs: [[ObjectID]] = try contexts.enumerated().map { index, context in
+        try context.performAndWait {
+            let all = try context.fetchObjectIDs(FetchRequest<Record>(sortBy: [SortDescriptor(\.name)]))
+            return Array(all[(index * 10)..<(index * 10 + 10)])
+        }
+    }
+    let hammer: @Sendable (Int, Int) -> Void = { index, saves in
+        let context = contexts[index]
+        context.performAndWait {
+            let objects = ownedIDs[index].map { context.object(with: $0) as! Record }
+            for save in 0..<saves {
+                objects[save % 10].age = (objects[save % 10].age + 1) % 100
+                try! context.save()
+            }
+        }
+    }
+    let parallel = medianSeconds(repetitions: repetitions) {
+        DispatchQueue.concurrentPerform(iterations: queues) { index in hammer(index, savesPerQueue) }
+    }
+    let serial = medianSeconds(repetitions: repetitions) {
+        hammer(0, queues * savesPerQueue)
+    }
+    results.append(
+        Measurement(
+            workload: "\(queues) queues × \(savesPerQueue) saves on disjoint objects (in-memory)", subject: parallel,
+            baseline: serial, baselineName: "one queue, the same saves", unit: "ms", goal: nil,
+            note: String(
+                format: "%.0f saves/s on 8 queues, %.0f on one", Double(queues * savesPerQueue) / parallel,
+                Double(queues * savesPerQueue) / serial)))
+    manager.close()
+}
+
 printTable(results)

@@ -5,8 +5,9 @@ extension ManagedObjectContext {
     /// and `userInfo[SaveChanges.userInfoKey]` the ``SaveChanges``.
     public static let didSaveNotification = Notification.Name("QueueData.ManagedObjectContextDidSave")
 
-    /// Posted by a context on its queue after it merged another context's save; `object` is
-    /// the context and `userInfo[ObjectsDidChange.userInfoKey]` the ``ObjectsDidChange``.
+    /// Posted by a context on its queue after it merged another context's save that inserted
+    /// objects, or changed or deleted objects this context holds; `object` is the context and
+    /// `userInfo[ObjectsDidChange.userInfoKey]` the ``ObjectsDidChange``.
     public static let objectsDidChangeNotification = Notification.Name("QueueData.ManagedObjectContextObjectsDidChange")
 
     /// Registers the observer that merges saves of other contexts of the same coordinator.
@@ -38,7 +39,7 @@ extension ManagedObjectContext {
     /// Updated objects take the new committed values of the attributes they have not changed
     /// locally (local unsaved edits stay); deleted objects leave the context; inserted objects
     /// become fetchable. Saves older than what the context already has are ignored, so merges
-    /// may arrive in any order. Posts ``objectsDidChangeNotification``.
+    /// may arrive in any order. Posts ``objectsDidChangeNotification`` when something changed.
     ///
     /// - Parameter notification: A ``didSaveNotification``; other notifications are ignored.
     /// - Important: Call on the context's queue.
@@ -51,25 +52,28 @@ extension ManagedObjectContext {
     }
 
     func merge(_ changes: SaveChanges) {
-        var updated = Set<ObjectID>()
+        var updated: [ObjectID] = []
         for (objectID, row) in changes.updated {
             guard let entityIndex = entityIndex(of: objectID),
                 let object = registry[entityIndex][objectID.rawValue],
                 row.version > object._snapshotVersion
             else { continue }
             object._apply(row, keepingLocalChanges: true)
-            updated.insert(objectID)
+            updated.append(objectID)
         }
-        var deleted = Set<ObjectID>()
+        var deleted: [ObjectID] = []
         for objectID in changes.deleted {
             guard let entityIndex = entityIndex(of: objectID),
                 let object = registry[entityIndex][objectID.rawValue]
             else { continue }
             unregister(object)
             object._state = [.deleted, .detached]
-            deleted.insert(objectID)
+            deleted.append(objectID)
         }
-        let payload = ObjectsDidChange(inserted: Set(changes.inserted), updated: updated, deleted: deleted)
+        // Nothing to tell when the save touched nothing this context holds and inserted
+        // nothing (NotificationCenter posts contend on one lock across all queues).
+        guard !updated.isEmpty || !deleted.isEmpty || !changes.inserted.isEmpty else { return }
+        let payload = ObjectsDidChange(inserted: changes.inserted, updated: updated, deleted: deleted)
         NotificationCenter.default.post(
             name: Self.objectsDidChangeNotification, object: self, userInfo: [ObjectsDidChange.userInfoKey: payload])
     }

@@ -76,6 +76,49 @@ public struct MergePolicy: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the policy is one of the four built-in ones that resolve every conflict, which
+    /// the coordinator applies to rows directly (no dictionaries).
+    var resolvesOnRows: Bool {
+        switch kind {
+        case .mergeByPropertyStoreTrump, .mergeByPropertyObjectTrump, .overwrite, .rollback: return true
+        case .error, .custom: return false
+        }
+    }
+
+    /// A built-in policy's resolution of a conflict, on rows in slot order.
+    ///
+    /// - Returns: `nil` to keep the store's version, `.some(nil)` to delete, `.some(row)` to
+    ///   write `row`.
+    func resolveOnRows(snapshot: [StoredValue], committed: [StoredValue]?, object: [StoredValue]?) -> [StoredValue]?? {
+        switch kind {
+        case .rollback:
+            return nil
+        case .mergeByPropertyStoreTrump:
+            guard let committed, let object else { return nil }
+            var merged = committed
+            for slot in merged.indices
+            where !StoredValue.isSame(object[slot], snapshot[slot])
+                && StoredValue.isSame(committed[slot], snapshot[slot])
+            {
+                merged[slot] = object[slot]
+            }
+            return .some(merged)
+        case .mergeByPropertyObjectTrump:
+            guard let object else { return .some(nil) }
+            guard let committed else { return .some(object) }
+            var merged = committed
+            for slot in merged.indices where !StoredValue.isSame(object[slot], snapshot[slot]) {
+                merged[slot] = object[slot]
+            }
+            return .some(merged)
+        case .overwrite:
+            guard let object else { return .some(nil) }
+            return .some(object)
+        case .error, .custom:
+            preconditionFailure("QueueData: \(self) does not resolve on rows")
+        }
+    }
+
     /// How the policy resolves `conflicts`, one resolution each.
     func resolutions(for conflicts: [MergeConflict]) -> [MergeConflict.Resolution] {
         switch kind {

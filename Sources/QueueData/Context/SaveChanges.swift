@@ -47,12 +47,16 @@ public struct ObjectsDidChange: Sendable {
     /// The key of the payload in the notification's `userInfo`.
     public static let userInfoKey = "QueueData.ObjectsDidChange"
 
+    let inserted: [ObjectID]
+    let updated: [ObjectID]
+    let deleted: [ObjectID]
+
     /// Objects another context inserted; they are now fetchable here.
-    public let insertedObjectIDs: Set<ObjectID>
+    public var insertedObjectIDs: Set<ObjectID> { Set(inserted) }
     /// Registered objects that took new committed values.
-    public let updatedObjectIDs: Set<ObjectID>
+    public var updatedObjectIDs: Set<ObjectID> { Set(updated) }
     /// Registered objects that were deleted by another context and left this one.
-    public let deletedObjectIDs: Set<ObjectID>
+    public var deletedObjectIDs: Set<ObjectID> { Set(deleted) }
 
     /// The payload of an ``ManagedObjectContext/objectsDidChangeNotification``, or `nil` for
     /// any other notification.
@@ -61,9 +65,9 @@ public struct ObjectsDidChange: Sendable {
         self = changes
     }
 
-    init(inserted: Set<ObjectID>, updated: Set<ObjectID>, deleted: Set<ObjectID>) {
-        insertedObjectIDs = inserted
-        updatedObjectIDs = updated
-        deletedObjectIDs = deleted
+    init(inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID]) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
     }
 }

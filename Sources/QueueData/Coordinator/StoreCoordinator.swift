@@ -151,8 +151,16 @@ final class StoreCoordinator: @unchecked Sendable {
             throw StoreError(.closed, "The store was closed; its manager must load it again.")
         }
         var plan = CommitPlan()
-        var conflicts: [MergeConflict] = []
-        var conflicting: [(key: RowKey, snapshot: [StoredValue], objectValues: [StoredValue]?)] = []
+        /// A conflicting object: what the context based its change on, what is committed now,
+        /// and what the context wants (`nil`: delete).
+        struct Conflicting {
+            var key: RowKey
+            var baseVersion: Int64
+            var snapshot: [StoredValue]
+            var current: CommittedRow?
+            var objectValues: [StoredValue]?
+        }
+        var conflicting: [Conflicting] = []
 
         for update in request.updates {
             let key = RowKey(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
@@ -160,9 +168,10 @@ final class StoreCoordinator: @unchecked Sendable {
             if let current, current.version == update.baseVersion {
                 plan.updates.append((key, update.objectValues, update.changedSlots))
             } else {
-                conflicts.append(
-                    conflict(key, update.baseVersion, update.snapshot, current, objectValues: update.objectValues))
-                conflicting.append((key, update.snapshot, update.objectValues))
+                conflicting.append(
+                    Conflicting(
+                        key: key, baseVersion: update.baseVersion, snapshot: update.snapshot, current: current,
+                        objectValues: update.objectValues))
             }
         }
         for delete in request.deletes {
@@ -173,50 +182,73 @@ final class StoreCoordinator: @unchecked Sendable {
             if current.version == delete.baseVersion {
                 plan.deletes.append(key)
             } else {
-                conflicts.append(conflict(key, delete.baseVersion, delete.snapshot, current, objectValues: nil))
-                conflicting.append((key, delete.snapshot, nil))
+                conflicting.append(
+                    Conflicting(
+                        key: key, baseVersion: delete.baseVersion, snapshot: delete.snapshot, current: current,
+                        objectValues: nil))
             }
         }
 
-        if !conflicts.isEmpty {
-            let resolutions = request.mergePolicy.resolutions(for: conflicts)
-            guard resolutions.count == conflicts.count else {
-                fatalError(
-                    "QueueData: the merge policy '\(request.mergePolicy)' returned \(resolutions.count) resolutions "
-                        + "for \(conflicts.count) conflicts; return one per conflict.")
-            }
-            let failed = zip(conflicts, resolutions).filter { $0.1 == .fail }.map(\.0)
-            guard failed.isEmpty else {
-                throw MergeConflictError(conflicts: failed)
-            }
-            for ((key, snapshot, _), resolution) in zip(conflicting, resolutions) {
-                let current = tables[key.entityIndex].row(for: key.primaryKey)
-                switch resolution {
-                case .fail, .keepStoreVersion:
-                    break
-                case .delete:
-                    if current != nil {
-                        plan.deletes.append(key)
-                    }
-                case .write(let values):
-                    let baseVersion = conflicts[conflicting.firstIndex { $0.key == key }!].snapshotVersion
-                    let entity = model.entities[key.entityIndex]
-                    var row = current?.values ?? snapshot
-                    for (name, value) in values {
-                        guard let slot = entity.index(ofAttribute: name),
-                            value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
-                        else {
-                            fatalError(
-                                "QueueData: the merge policy '\(request.mergePolicy)' wrote \(value) to "
-                                    + "'\(entity.name).\(name)', which does not exist or does not take it.")
+        if !conflicting.isEmpty {
+            let policy = request.mergePolicy
+            // Each conflict's outcome: nil keeps the store's version, .some(nil) deletes,
+            // .some(row) writes the row.
+            var outcomes: [[StoredValue]??] = []
+            if policy.resolvesOnRows {
+                outcomes = conflicting.map {
+                    policy.resolveOnRows(snapshot: $0.snapshot, committed: $0.current?.values, object: $0.objectValues)
+                }
+            } else {
+                let conflicts = conflicting.map {
+                    conflict($0.key, $0.baseVersion, $0.snapshot, $0.current, objectValues: $0.objectValues)
+                }
+                let resolutions = policy.resolutions(for: conflicts)
+                guard resolutions.count == conflicts.count else {
+                    fatalError(
+                        "QueueData: the merge policy '\(policy)' returned \(resolutions.count) resolutions "
+                            + "for \(conflicts.count) conflicts; return one per conflict.")
+                }
+                let failed = zip(conflicts, resolutions).filter { $0.1 == .fail }.map(\.0)
+                guard failed.isEmpty else {
+                    throw MergeConflictError(conflicts: failed)
+                }
+                outcomes = zip(conflicting, resolutions).map { item, resolution in
+                    switch resolution {
+                    case .fail, .keepStoreVersion:
+                        return nil
+                    case .delete:
+                        return .some(nil)
+                    case .write(let values):
+                        let entity = model.entities[item.key.entityIndex]
+                        var row = item.current?.values ?? item.snapshot
+                        for (name, value) in values {
+                            guard let slot = entity.index(ofAttribute: name),
+                                value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
+                            else {
+                                fatalError(
+                                    "QueueData: the merge policy '\(policy)' wrote \(value) to "
+                                        + "'\(entity.name).\(name)', which does not exist or does not take it.")
+                            }
+                            row[slot] = value
                         }
-                        row[slot] = value
+                        return .some(row)
                     }
-                    if let current {
+                }
+            }
+            for (item, outcome) in zip(conflicting, outcomes) {
+                switch outcome {
+                case .none:
+                    break
+                case .some(.none):
+                    if item.current != nil {
+                        plan.deletes.append(item.key)
+                    }
+                case .some(.some(let row)):
+                    if let current = item.current {
                         let changed = row.indices.filter { !StoredValue.isSame(row[$0], current.values[$0]) }
-                        plan.updates.append((key, row, changed))
+                        plan.updates.append((item.key, row, changed))
                     } else {
-                        plan.restores.append((key, row, baseVersion))
+                        plan.restores.append((item.key, row, item.baseVersion))
                     }
                 }
             }
