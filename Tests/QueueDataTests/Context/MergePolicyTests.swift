@@ -388,3 +388,47 @@ struct MergePolicyTests {
         }
     }
 }
+
+@Suite("Custom policies under load")
+struct CustomPolicyLoadTests {
+    /// The "sum counters" policy of the Concurrency Rules article.
+    static let sumCounters = MergePolicy.custom(named: "sum counters") { conflicts in
+        conflicts.map { conflict in
+            guard case .integer(let base)? = conflict.snapshotValues["value"],
+                case .integer(let theirs)? = conflict.committedValues?["value"],
+                case .integer(let mine)? = conflict.objectValues?["value"]
+            else { return .fail }
+            return .write(["value": .integer(theirs + mine - base)])
+        }
+    }
+
+    @Test("the article's sum-counters policy keeps every increment of 8 queues without retrying")
+    func sumCounters() throws {
+        let manager = makeManager(model: stressModel)
+        let setup = try manager.createContext()
+        let id = try setup.performAndWait {
+            let counter = setup.insert(Counter.self)
+            try setup.save()
+            return counter.objectID
+        }
+        let contexts = try (0..<8).map { try makeContext(manager, "sum-\($0)") }
+        for context in contexts {
+            context.performAndWait { context.mergePolicy = Self.sumCounters }
+        }
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            let context = contexts[worker]
+            for _ in 0..<200 {
+                context.performAndWait {
+                    (context.object(with: id) as! Counter).value += 1
+                    do {
+                        try context.save()
+                    } catch {
+                        Issue.record("\(error)")
+                    }
+                }
+            }
+        }
+        let reader = try manager.createContext()
+        #expect(try reader.performAndWait { try reader.existingObject(with: id, as: Counter.self).value } == 1_600)
+    }
+}
