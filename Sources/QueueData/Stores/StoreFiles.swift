@@ -56,7 +56,7 @@ struct StoreFiles {
             throw ioError(error, "create the lock file \(lockPath)")
         }
         do {
-            guard try fileSystem.lockExclusively(descriptor, path: lockPath) else {
+            guard try lockWithRetry(descriptor) else {
                 fileSystem.close(descriptor)
                 throw StoreError(
                     .locked,
@@ -70,6 +70,22 @@ struct StoreFiles {
             throw ioError(error, "lock \(lockPath)")
         }
         return descriptor
+    }
+
+    /// Takes the lock, retrying for up to 100 ms: an `flock` belongs to the open file
+    /// description, and a child process another thread is spawning holds a copy of every
+    /// descriptor until it `exec`s — so a store closed and reopened right then looks locked for
+    /// a moment. A store open elsewhere still reports `.locked`, 100 ms later.
+    private func lockWithRetry(_ descriptor: Int32) throws -> Bool {
+        for attempt in 0..<50 {
+            if try fileSystem.lockExclusively(descriptor, path: lockPath) {
+                return true
+            }
+            if attempt < 49 {
+                usleep(2_000)
+            }
+        }
+        return false
     }
 
     /// Removes temporary files a crash left behind: they are never promoted to be the store.
