@@ -23,16 +23,34 @@ final class StoreCoordinator: @unchecked Sendable {
     /// The store's metadata; `nextPrimaryKeys` is kept in `tables`.
     private let baseMetadata: StoreMetadata
 
-    /// Opens `store` for `model` and loads its rows.
+    /// Opens `store` for `model` and loads its rows, migrating them first when the store was
+    /// written with another model or has custom steps to run.
+    ///
+    /// A migration converts every row in memory, checks the result loads, and only then asks
+    /// the store to replace its contents (keeping the original as
+    /// `pre-migration-<old version hash prefix>`).
     ///
     /// - Throws: ``StoreError`` if the store cannot be opened, is incompatible with the
-    ///   model, or holds rows that do not fit its schema. The store is closed again on failure.
-    init(model: ManagedObjectModel, store: any PersistentStore, label: String) throws {
+    ///   model and cannot be migrated (nothing is written), a migration fails, or the store
+    ///   holds rows that do not fit its schema. The store is closed again on failure.
+    init(model: ManagedObjectModel, store: any PersistentStore, label: String, migrator: Migrator? = nil) throws {
         self.queue = DispatchQueue(label: "QueueData.StoreCoordinator.\(label)")
         self.model = model
-        let contents = try store.open(for: model)
+        var contents = try store.open(for: model)
         do {
-            self.tables = try Self.loadTables(contents, model: model)
+            let migrator = migrator ?? Migrator(model: model)
+            if migrator.isNeeded(for: contents) {
+                let originalHash = contents.metadata.versionHash
+                let migration = try migrator.migrate(contents)
+                contents = migration.contents
+                self.tables = try Self.loadTables(contents, model: model)
+                try store.replaceContents(
+                    with: Self.state(of: tables, metadata: contents.metadata, model: model),
+                    keepingOriginalAs: "pre-migration-\(originalHash.prefix(12))")
+                migration.progress.finish()
+            } else {
+                self.tables = try Self.loadTables(contents, model: model)
+            }
         } catch {
             store.close()
             throw error
@@ -55,8 +73,8 @@ final class StoreCoordinator: @unchecked Sendable {
         guard contents.metadata.versionHash == model.versionHash else {
             throw StoreError(
                 .incompatibleModel,
-                "The store was written with a different model (version \(contents.metadata.versionHash.prefix(12)), "
-                    + "current \(model.versionHash.prefix(12))).")
+                "The store returned rows of a different model (version \(contents.metadata.versionHash.prefix(12)), "
+                    + "current \(model.versionHash.prefix(12))) after migrating.")
         }
         let storedEntities = Dictionary(contents.schema.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var tables: [EntityTable] = []
@@ -129,6 +147,11 @@ final class StoreCoordinator: @unchecked Sendable {
     func committedRows(entityIndex: Int, primaryKeys: [Int64]) throws -> [CommittedRow?] {
         try checkOpen()
         return primaryKeys.map { tables[entityIndex].row(for: $0) }
+    }
+
+    /// The number of committed rows.
+    var rowCount: Int {
+        tables.reduce(0) { $0 + $1.liveCount }
     }
 
     private func checkOpen() throws {
@@ -347,7 +370,15 @@ final class StoreCoordinator: @unchecked Sendable {
 
     /// The store's rows as `tables` hold them.
     private func state(of tables: [EntityTable]) -> StoreState {
-        var metadata = baseMetadata
+        Self.state(of: tables, metadata: baseMetadata, model: model)
+    }
+
+    private static func state(
+        of tables: [EntityTable],
+        metadata: StoreMetadata,
+        model: ManagedObjectModel
+    ) -> StoreState {
+        var metadata = metadata
         metadata.nextPrimaryKeys = Dictionary(
             uniqueKeysWithValues: zip(model.entities.map(\.name), tables.map(\.nextPrimaryKey)))
         return StoreState(metadata: metadata, entities: model.entities, tables: tables.map(\.snapshot))

@@ -47,6 +47,8 @@ protocol FileSystem: Sendable {
     func rename(_ source: String, to destination: String) throws
     /// `unlink(2)`.
     func remove(_ path: String) throws
+    /// `link(2)`: a second name for the same file.
+    func link(_ source: String, to destination: String) throws
     /// `mkdir(2)` with mode 0700; succeeds if the directory exists.
     func makeDirectory(_ path: String) throws
     /// `opendir(3)`/`readdir(3)`: the names in a directory.
@@ -150,6 +152,13 @@ struct POSIXFileSystem: FileSystem {
         }
     }
 
+    func link(_ source: String, to destination: String) throws {
+        let result = source.withCString { from in destination.withCString { to in systemLink(from, to) } }
+        if result != 0 {
+            throw SystemCallError(call: "link", path: "\(source) → \(destination)", code: errno)
+        }
+    }
+
     func makeDirectory(_ path: String) throws {
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
             throw SystemCallError(call: "mkdir", path: path, code: errno)
@@ -202,6 +211,10 @@ private func systemClose(_ descriptor: Int32) -> Int32 {
 
 private func systemRename(_ source: UnsafePointer<CChar>, _ destination: UnsafePointer<CChar>) -> Int32 {
     rename(source, destination)
+}
+
+private func systemLink(_ source: UnsafePointer<CChar>, _ destination: UnsafePointer<CChar>) -> Int32 {
+    link(source, destination)
 }
 
 extension FileSystem {
@@ -267,6 +280,22 @@ extension FileSystem {
     /// `path`, and the directory is synchronized. Readers see the old file or the new one,
     /// never a mix; after a crash, the temporary file is left behind and the old file intact.
     func replaceAtomically(_ path: String, directory: String, with bytes: UnsafeRawBufferPointer) throws {
+        let temporary = try writeTemporaryFile(beside: path, bytes)
+        do {
+            try rename(temporary, to: path)
+        } catch {
+            try? remove(temporary)
+            throw error
+        }
+        try synchronizeDirectory(directory)
+    }
+
+    /// Writes `bytes` to a new temporary file beside `path` (`<path>.tmp-<random>`, created
+    /// exclusively, mode 0600) and synchronizes it: the first step of every atomic
+    /// replacement. The file is removed again if any step fails.
+    ///
+    /// - Returns: The temporary file's path.
+    func writeTemporaryFile(beside path: String, _ bytes: UnsafeRawBufferPointer) throws -> String {
         let temporary = "\(path)\(temporarySuffix)\(UInt64.random(in: 0...UInt64.max).hexadecimalString)"
         let descriptor = try open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
         do {
@@ -278,13 +307,7 @@ extension FileSystem {
             throw error
         }
         close(descriptor)
-        do {
-            try rename(temporary, to: path)
-        } catch {
-            try? remove(temporary)
-            throw error
-        }
-        try synchronizeDirectory(directory)
+        return temporary
     }
 }
 

@@ -116,6 +116,30 @@ public final class ContextManager: @unchecked Sendable {
         try loaded.queue.sync { try loaded.compact() }
     }
 
+    /// What loading the store would do to migrate it to the delegate's model: a dry run that
+    /// reads the store without locking, creating, repairing or changing anything.
+    ///
+    /// Use it to log a migration, or to ask the user before one. Once the store is loaded it
+    /// is up to date, and the plan is empty. The plan converts every row to find values that
+    /// cannot be carried over, but does not run custom steps.
+    ///
+    /// - Throws: ``StoreError`` if the store cannot be read (`.corrupted`, `.unsupportedFormat`,
+    ///   `.io`), or cannot be inspected (a custom store without ``PersistentStore/inspect()``).
+    public func migrationPlan() throws -> MigrationPlan {
+        try registryQueue.sync {
+            let delegate = storedDelegate ?? DefaultContextManagerDelegate()
+            let migrator = migrator(for: delegate)
+            if let coordinator {
+                return MigrationPlan(
+                    storedVersionHash: coordinator.model.versionHash, currentVersionHash: coordinator.model.versionHash,
+                    changes: [], pendingSteps: [], problems: [],
+                    rowCount: coordinator.queue.sync { coordinator.rowCount })
+            }
+            let store = try delegate.persistentStoreType.makeStore(configuration(of: delegate))
+            return migrator.plan(for: try store.inspect())
+        }
+    }
+
     /// Closes the store and invalidates every context of this manager. Saves nothing.
     ///
     /// Using a context or object of this manager afterwards traps. The next context (or
@@ -171,19 +195,35 @@ public final class ContextManager: @unchecked Sendable {
         }
         let delegate = storedDelegate ?? DefaultContextManagerDelegate()
         let name = delegate.persistentStoreName
+        let store = try delegate.persistentStoreType.makeStore(configuration(of: delegate))
+        let coordinator = try StoreCoordinator(
+            model: delegate.managedObjectModel, store: store, label: name, migrator: migrator(for: delegate))
+        self.coordinator = coordinator
+        return coordinator
+    }
+
+    /// The store configuration the delegate describes.
+    ///
+    /// - Throws: ``StoreError/Code/invalidConfiguration`` for an invalid store name.
+    private func configuration(of delegate: any ContextManagerDelegate) throws -> StoreConfiguration {
+        let name = delegate.persistentStoreName
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
             throw StoreError(
                 .invalidConfiguration,
                 "The store name '\(name)' is invalid: it must be a file name, without '/', and not '.' or '..'.")
         }
-        let configuration = StoreConfiguration(
+        return StoreConfiguration(
             name: name, directory: delegate.storeDirectory,
             shouldUseAutomaticLightweightMigration: delegate.shouldUseAutomaticLightweightMigration,
             seedStoreURL: delegate.seedStoreURL)
-        let store = try delegate.persistentStoreType.makeStore(configuration)
-        let coordinator = try StoreCoordinator(model: delegate.managedObjectModel, store: store, label: name)
-        self.coordinator = coordinator
-        return coordinator
+    }
+
+    private func migrator(for delegate: any ContextManagerDelegate) -> Migrator {
+        Migrator(
+            model: delegate.managedObjectModel,
+            allowsInferredMigration: delegate.shouldUseAutomaticLightweightMigration,
+            steps: delegate.migrationSteps,
+            progress: { progress in delegate.migrationDidProgress(progress) })
     }
 
     /// `$XDG_DATA_HOME/<name>` when that variable holds an absolute path, otherwise

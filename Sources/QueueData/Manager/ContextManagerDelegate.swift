@@ -26,10 +26,18 @@ public protocol ContextManagerDelegate: Sendable {
     /// The directory of the store's files. Default: `$XDG_DATA_HOME/<name>`, or
     /// `~/.local/share/<name>` when `XDG_DATA_HOME` is unset or not absolute.
     var storeDirectory: URL { get }
-    /// Whether a store written with an older model may be migrated automatically. Default: `true`.
+    /// Whether a store written with another model may be migrated automatically, by a mapping
+    /// inferred from the schema the store recorded (see the "Migration" article); when
+    /// `false`, such a store is refused with ``StoreError/Code/incompatibleModel``. Default: `true`.
     var shouldUseAutomaticLightweightMigration: Bool { get }
     /// A store to copy in on first run, when none exists yet. Default: `nil`.
     var seedStoreURL: URL? { get }
+    /// Hand-written migration steps, oldest first: each runs once per store, after the
+    /// inferred changes (see ``MigrationStep``). Default: none.
+    var migrationSteps: [MigrationStep] { get }
+    /// Called as a migration progresses, on the thread loading the store (which must not call
+    /// back into the manager: it is busy loading). Default: does nothing.
+    func migrationDidProgress(_ progress: MigrationProgress)
 }
 
 extension ContextManagerDelegate {
@@ -53,6 +61,12 @@ extension ContextManagerDelegate {
 
     /// `nil`.
     public var seedStoreURL: URL? { nil }
+
+    /// None.
+    public var migrationSteps: [MigrationStep] { [] }
+
+    /// Does nothing.
+    public func migrationDidProgress(_ progress: MigrationProgress) {}
 }
 
 extension ManagedObjectModel {

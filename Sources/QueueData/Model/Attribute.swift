@@ -29,10 +29,18 @@ public struct Attribute<Value: Codable> {
     let slot: UInt16
 
     /// Declares an attribute whose default is `defaultValue`.
-    public init(wrappedValue defaultValue: Value) {
+    ///
+    /// - Parameters:
+    ///   - defaultValue: The value new objects start with (and migration gives existing rows
+    ///     when the attribute is added).
+    ///   - originalName: The attribute's name in stores written before it was renamed:
+    ///     migration carries its values over.
+    public init(wrappedValue defaultValue: Value, originalName: String? = nil) {
         slot = UInt16(truncatingIfNeeded: qd_attribute_slot_take())
         if let recorder = AttributeRecorder.current {
-            recorder.record(Value.self, defaultValue: Result { try Self._encodeChecked(defaultValue) })
+            recorder.record(
+                Value.self, defaultValue: Result { try Self._encodeChecked(defaultValue) }, originalName: originalName,
+                transform: nil)
         }
     }
 
@@ -129,10 +137,35 @@ public struct Attribute<Value: Codable> {
     }
 }
 
+extension Attribute where Value: SendableMetatype {
+    /// Declares an attribute whose default is `defaultValue`, with a migration transform.
+    ///
+    /// - Parameters:
+    ///   - defaultValue: The value new objects start with.
+    ///   - originalName: The attribute's name in stores written before it was renamed.
+    ///   - transform: How migration converts a stored value of another type (or optionality)
+    ///     into this attribute's type; needed only where the conversion would lose
+    ///     information (a `String` becoming an `Int`, say). Throwing fails the migration.
+    public init(
+        wrappedValue defaultValue: Value,
+        originalName: String? = nil,
+        transform: @escaping @Sendable (StoredValue) throws -> Value
+    ) {
+        slot = UInt16(truncatingIfNeeded: qd_attribute_slot_take())
+        if let recorder = AttributeRecorder.current {
+            recorder.record(
+                Value.self, defaultValue: Result { try Self._encodeChecked(defaultValue) }, originalName: originalName,
+                transform: { @Sendable old in try Self._encodeChecked(transform(old)) })
+        }
+    }
+}
+
 extension Attribute where Value: ExpressibleByNilLiteral {
     /// Declares an optional attribute whose default is `nil`.
-    public init() {
-        self.init(wrappedValue: nil)
+    ///
+    /// - Parameter originalName: The attribute's name in stores written before it was renamed.
+    public init(originalName: String? = nil) {
+        self.init(wrappedValue: nil, originalName: originalName)
     }
 }
 

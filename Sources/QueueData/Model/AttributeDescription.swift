@@ -16,6 +16,12 @@ public struct AttributeDescription: Sendable, Hashable, CustomStringConvertible 
     /// For transformable attributes, the Swift type that was declared (informational: it is
     /// not part of the model's version hash, so renaming the type does not break stores).
     public let valueTypeName: String?
+    /// The attribute's name in stores written before it was renamed (Core Data's renaming
+    /// identifier); not part of the version hash.
+    public let originalName: String?
+    /// Whether ``defaultValue`` was given rather than implied (zero, `nil`): migration gives a
+    /// new non-optional attribute only a declared default.
+    public let hasDeclaredDefault: Bool
 
     /// Creates an attribute description.
     ///
@@ -28,12 +34,14 @@ public struct AttributeDescription: Sendable, Hashable, CustomStringConvertible 
     ///     or the all-zero UUID; URL and transformable attributes that are not optional need
     ///     an explicit default (``EntityDescription/init(name:attributes:)`` checks this).
     ///   - valueTypeName: For transformable attributes, the declared Swift type's name.
+    ///   - originalName: The attribute's name in stores written before it was renamed.
     public init(
         name: String,
         type: AttributeType,
         isOptional: Bool = false,
         defaultValue: StoredValue? = nil,
-        valueTypeName: String? = nil
+        valueTypeName: String? = nil,
+        originalName: String? = nil
     ) {
         self.name = name
         self.type = type
@@ -41,6 +49,8 @@ public struct AttributeDescription: Sendable, Hashable, CustomStringConvertible 
         self.defaultValue =
             defaultValue ?? (isOptional ? .null : Self.zeroValue(for: type) ?? .null)
         self.valueTypeName = valueTypeName
+        self.originalName = originalName
+        self.hasDeclaredDefault = defaultValue != nil
     }
 
     /// The value a non-optional attribute of `type` gets when no default is declared, or

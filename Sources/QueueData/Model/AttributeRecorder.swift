@@ -14,6 +14,8 @@ final class AttributeRecorder {
         let attributeType: AttributeType
         let isOptional: Bool
         let defaultValue: Result<StoredValue, any Error>
+        let originalName: String?
+        let transform: (@Sendable (StoredValue) throws -> StoredValue)?
     }
 
     private(set) var declarations: [Declaration] = []
@@ -23,7 +25,12 @@ final class AttributeRecorder {
         qd_attribute_recorder_get().map { Unmanaged<AttributeRecorder>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    func record<Value: Codable>(_ type: Value.Type, defaultValue: Result<StoredValue, any Error>) {
+    func record<Value: Codable>(
+        _ type: Value.Type,
+        defaultValue: Result<StoredValue, any Error>,
+        originalName: String?,
+        transform: (@Sendable (StoredValue) throws -> StoredValue)?
+    ) {
         let attributeType: AttributeType
         let isOptional: Bool
         if let native = Value.self as? any AttributeValue.Type {
@@ -36,7 +43,7 @@ final class AttributeRecorder {
         declarations.append(
             Declaration(
                 valueType: Value.self, attributeType: attributeType, isOptional: isOptional,
-                defaultValue: defaultValue))
+                defaultValue: defaultValue, originalName: originalName, transform: transform))
     }
 
     /// Runs `body` with this recorder installed on the thread.

@@ -13,6 +13,10 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     /// The class instantiated for this entity's objects (``ManagedObject`` itself for an entity
     /// described without a subclass).
     public let managedObjectClass: ManagedObject.Type
+    /// The entity's name in stores written before it was renamed; not part of the version hash.
+    public let originalName: String?
+    /// How migration converts stored values of other types, by attribute name.
+    let attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue]
     /// The default value of every attribute, in slot order.
     let defaultRow: [StoredValue]
     /// The index of every attribute by name.
@@ -23,19 +27,25 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
 
     /// Describes an entity without a `ManagedObject` subclass.
     ///
+    /// - Parameters:
+    ///   - name: The entity's name.
+    ///   - attributes: Its attributes, in row order.
+    ///   - originalName: Its name in stores written before it was renamed.
     /// - Throws: ``ModelError`` when the name is invalid, two attributes share a name, or a
     ///   default value does not fit its attribute.
-    public convenience init(name: String, attributes: [AttributeDescription]) throws {
+    public convenience init(name: String, attributes: [AttributeDescription], originalName: String? = nil) throws {
         try self.init(
             name: name, attributes: attributes, managedObjectClass: ManagedObject.self,
-            classLineage: [])
+            classLineage: [], originalName: originalName)
     }
 
     init(
         name: String,
         attributes: [AttributeDescription],
         managedObjectClass: ManagedObject.Type,
-        classLineage: [ObjectIdentifier]
+        classLineage: [ObjectIdentifier],
+        originalName: String? = nil,
+        attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:]
     ) throws {
         try Self.validateName(name, entityName: name, what: "entity")
         var indexes: [String: Int] = [:]
@@ -66,6 +76,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         self.name = name
         self.attributes = attributes
         self.managedObjectClass = managedObjectClass
+        self.originalName = originalName
+        self.attributeTransforms = attributeTransforms
         self.defaultRow = attributes.map(\.defaultValue)
         self.attributeIndexes = indexes
         self.classLineage = classLineage

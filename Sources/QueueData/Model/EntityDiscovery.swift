@@ -77,7 +77,9 @@ enum EntityDiscovery {
                 entityName: entityName)
         }
         var attributes: [AttributeDescription] = []
+        var transforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:]
         for (name, declaration) in zip(names, declarations) {
+            transforms[name] = declaration.transform
             let defaultValue: StoredValue
             switch declaration.defaultValue {
             case .success(let value):
@@ -93,10 +95,12 @@ enum EntityDiscovery {
                     name: name, type: declaration.attributeType, isOptional: declaration.isOptional,
                     defaultValue: defaultValue,
                     valueTypeName: declaration.attributeType == .transformable
-                        ? String(reflecting: declaration.valueType) : nil))
+                        ? String(reflecting: declaration.valueType) : nil,
+                    originalName: declaration.originalName))
         }
         return try EntityDescription(
-            name: entityName, attributes: attributes, managedObjectClass: type, classLineage: lineage)
+            name: entityName, attributes: attributes, managedObjectClass: type, classLineage: lineage,
+            originalName: type.originalEntityName, attributeTransforms: transforms)
     }
 
     /// The construction of discovery prototypes: an empty entity and a confinement that no

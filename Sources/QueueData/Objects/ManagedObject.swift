@@ -97,6 +97,13 @@ open class ManagedObject: Hashable {
         String(describing: self)
     }
 
+    /// The entity's name in stores written before it was renamed (Core Data's renaming
+    /// identifier): override it when you rename the class (or its `entityName`), and
+    /// migration carries the rows over.
+    open class var originalEntityName: String? {
+        nil
+    }
+
     // MARK: Identity and state
 
     /// The object's ID: temporary until its context saves it.

@@ -14,7 +14,9 @@ import Foundation
 /// - ``open(for:)`` is called once, before anything else. It creates the store if it does
 ///   not exist, and returns everything the store holds: its metadata (a store identifier
 ///   that never changes, the version hash of the model it was written with, the next primary
-///   key of each entity), the schema its rows follow, and the rows. It must not modify an
+///   key of each entity, the migration steps applied), the schema its rows follow, and the
+///   rows. A store written with another model (a different version hash) is returned as it
+///   is, unmodified: the coordinator migrates it or refuses it. It must not modify an
 ///   existing store that it cannot read: throw ``StoreError`` (`.corrupted`,
 ///   `.unsupportedFormat`, `.locked`, `.io`) and leave the files as they were.
 /// - ``commit(_:resultingState:)`` either records the whole change set or throws; it must
@@ -27,6 +29,11 @@ import Foundation
 /// - ``compact(_:)`` (optional) rewrites the store from the state, for stores whose files grow
 ///   with every save; it must leave a store that opens with every committed save whatever
 ///   step a crash interrupts.
+/// - ``replaceContents(with:keepingOriginalAs:)`` (optional, for migration) replaces
+///   everything with the given state, atomically and durably, keeping the original under
+///   the given suffix; a crash at any point must leave the original store or the new one.
+/// - ``inspect()`` (optional, for dry runs) reads what the store holds without creating,
+///   repairing or modifying anything; `nil` when there is no store yet.
 /// - ``close()`` releases files and locks; it may be called more than once. Nothing is
 ///   called after it, except ``open(for:)`` on a store that supports reopening.
 /// - Rows returned by ``open(for:)`` may be in any order; their values follow the returned
@@ -54,6 +61,17 @@ public protocol PersistentStore: AnyObject {
     ///   committed save.
     func compact(_ state: StoreState) throws
 
+    /// Replaces everything the store holds with `state` (a migration's result), atomically and
+    /// durably, keeping the original as `suffix` (`<store file>.<suffix>` for file stores).
+    /// The default refuses: the store cannot be migrated.
+    ///
+    /// - Throws: ``StoreError``; the original store is left as it was.
+    func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws
+
+    /// What the store holds, read without creating, repairing or modifying anything; `nil`
+    /// if there is no store yet. The default throws ``StoreError/Code/unsupportedFormat``.
+    func inspect() throws -> StoreContents?
+
     /// Closes the store, releasing files and locks.
     func close()
 }
@@ -61,4 +79,15 @@ public protocol PersistentStore: AnyObject {
 extension PersistentStore {
     /// Does nothing: most stores never need compaction.
     public func compact(_ state: StoreState) throws {}
+
+    /// Refuses: a store that does not implement replacement cannot be migrated.
+    public func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws {
+        throw StoreError(
+            .incompatibleModel, "This store does not support migration (\(type(of: self)) has no replaceContents).")
+    }
+
+    /// Refuses: a store that does not implement inspection cannot be planned for.
+    public func inspect() throws -> StoreContents? {
+        throw StoreError(.unsupportedFormat, "This store cannot be inspected (\(type(of: self)) has no inspect()).")
+    }
 }

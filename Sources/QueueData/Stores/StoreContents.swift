@@ -22,12 +22,20 @@ public struct StoreMetadata: Sendable, Hashable {
     public var versionHash: String
     /// The next primary key of each entity: keys are never reused, even after deletes.
     public var nextPrimaryKeys: [String: Int64]
+    /// The names of the custom migration steps already applied, in order: each runs once.
+    public var appliedMigrationSteps: [String]
 
     /// Creates metadata.
-    public init(storeIdentifier: UUID, versionHash: String, nextPrimaryKeys: [String: Int64] = [:]) {
+    public init(
+        storeIdentifier: UUID,
+        versionHash: String,
+        nextPrimaryKeys: [String: Int64] = [:],
+        appliedMigrationSteps: [String] = []
+    ) {
         self.storeIdentifier = storeIdentifier
         self.versionHash = versionHash
         self.nextPrimaryKeys = nextPrimaryKeys
+        self.appliedMigrationSteps = appliedMigrationSteps
     }
 }
 

@@ -21,8 +21,14 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let locked = Code(rawValue: "locked")
         /// The file is not a store of this kind, or was written by a newer format version.
         public static let unsupportedFormat = Code(rawValue: "unsupportedFormat")
-        /// The store was written with a different model and cannot be migrated.
+        /// The store was written with a different model and cannot be migrated: automatic
+        /// migration is off, or the mapping cannot be inferred (the message lists every
+        /// difference).
         public static let incompatibleModel = Code(rawValue: "incompatibleModel")
+        /// A migration that could be planned failed on the data: a value a conversion or
+        /// transform cannot carry over, or a custom step that threw or left invalid rows. The
+        /// store is left as it was.
+        public static let migrationFailed = Code(rawValue: "migrationFailed")
         /// A file-system operation failed (permissions, disk full, I/O error).
         public static let io = Code(rawValue: "io")
         /// The store was closed (its manager was closed), or refuses commits after a failed write.

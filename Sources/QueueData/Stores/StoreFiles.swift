@@ -124,6 +124,54 @@ struct StoreFiles {
         return true
     }
 
+    /// The name migration keeps the original under: `<store file>.<suffix>`.
+    func backupPath(_ suffix: String) -> String {
+        "\(path).\(suffix)"
+    }
+
+    /// Removes the originals earlier migrations kept (`<store file>.pre-migration-*`): called
+    /// once a store opens with the current model.
+    func removeMigrationBackups() throws {
+        let prefix = "\(name).\(fileExtension).pre-migration-"
+        do {
+            for entry in try fileSystem.contentsOfDirectory(directory) where entry.hasPrefix(prefix) {
+                try fileSystem.remove("\(directory)/\(entry)")
+            }
+        } catch {
+            throw ioError(error, "remove earlier migration backups in \(directory)")
+        }
+    }
+
+    /// Replaces the store file with `bytes` for a migration, keeping the original as
+    /// `<store file>.<backupSuffix>`: the new file is written and synchronized, the original
+    /// gets its second name (a hard link) and the directory is synchronized, then the new file
+    /// is renamed over the store and the directory synchronized again. A crash at any point
+    /// leaves the original store or the new one, complete (temporary files are removed at the
+    /// next open), and the original's bytes are never touched.
+    func replaceKeepingOriginal(with bytes: [UInt8], backupSuffix: String) throws {
+        let backup = backupPath(backupSuffix)
+        var temporary: String?
+        do {
+            temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: path, $0) }
+            if fileSystem.fileExists(backup) {
+                try fileSystem.remove(backup)
+            }
+            try fileSystem.link(path, to: backup)
+            try fileSystem.synchronizeDirectory(directory)
+            try fileSystem.rename(temporary!, to: path)
+        } catch {
+            if let temporary {
+                try? fileSystem.remove(temporary)
+            }
+            throw ioError(error, "write the migrated store")
+        }
+        do {
+            try fileSystem.synchronizeDirectory(directory)
+        } catch {
+            throw ioError(error, "synchronize the directory of the migrated store")
+        }
+    }
+
     /// Removes a store file this open created (a seed that turned out unreadable), so that a
     /// failed open leaves the directory as it was.
     func removeInstalledSeed() {

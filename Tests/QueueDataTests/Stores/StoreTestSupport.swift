@@ -9,7 +9,10 @@ func journalManager(
     name: String = "Store",
     fileSystem: FaultyFileSystem? = nil,
     seed: URL? = nil,
-    model: ManagedObjectModel = testModel
+    model: ManagedObjectModel = testModel,
+    migrates: Bool = true,
+    steps: [MigrationStep] = [],
+    onProgress: (@Sendable (MigrationProgress) -> Void)? = nil
 ) -> ContextManager {
     let url = directory.url
     let fileSystem: any FileSystem = fileSystem ?? POSIXFileSystem()
@@ -18,7 +21,7 @@ func journalManager(
             model: model,
             storeType: .custom { _ in
                 try JournalStore(directory: url, name: name, seedStoreURL: seed, fileSystem: fileSystem)
-            }))
+            }, migrates: migrates, steps: steps, onProgress: onProgress))
 }
 
 /// A manager on a JSON store in `directory`, through `fileSystem` when given.
@@ -27,7 +30,10 @@ func jsonManager(
     name: String = "Store",
     fileSystem: FaultyFileSystem? = nil,
     seed: URL? = nil,
-    model: ManagedObjectModel = testModel
+    model: ManagedObjectModel = testModel,
+    migrates: Bool = true,
+    steps: [MigrationStep] = [],
+    onProgress: (@Sendable (MigrationProgress) -> Void)? = nil
 ) -> ContextManager {
     let url = directory.url
     let fileSystem: any FileSystem = fileSystem ?? POSIXFileSystem()
@@ -36,7 +42,7 @@ func jsonManager(
             model: model,
             storeType: .custom { _ in
                 try JSONFileStore(directory: url, name: name, seedStoreURL: seed, fileSystem: fileSystem)
-            }))
+            }, migrates: migrates, steps: steps, onProgress: onProgress))
 }
 
 /// Inserts one destination per save, named `names` in order.

@@ -117,6 +117,11 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
         try base.remove(path)
     }
 
+    func link(_ source: String, to destination: String) throws {
+        _ = try tick("link", destination)
+        try base.link(source, to: destination)
+    }
+
     func makeDirectory(_ path: String) throws {
         _ = try tick("mkdir", path)
         try base.makeDirectory(path)

@@ -99,15 +99,25 @@ struct TestStoreDelegate: ContextManagerDelegate {
     var model: ManagedObjectModel = testModel
     var storeType: StoreType = .inMemory
     var name: String = "QueueDataTests"
+    var migrates = true
+    var steps: [MigrationStep] = []
+    var onProgress: (@Sendable (MigrationProgress) -> Void)?
 
     var managedObjectModel: ManagedObjectModel { model }
     var persistentStoreName: String { name }
     var persistentStoreType: StoreType { storeType }
+    var shouldUseAutomaticLightweightMigration: Bool { migrates }
+    var migrationSteps: [MigrationStep] { steps }
+    func migrationDidProgress(_ progress: MigrationProgress) { onProgress?(progress) }
 }
 
 /// A new manager on its own store.
-func makeManager(model: ManagedObjectModel = testModel, storeType: StoreType = .inMemory) -> ContextManager {
-    ContextManager(delegate: TestStoreDelegate(model: model, storeType: storeType))
+func makeManager(
+    model: ManagedObjectModel = testModel,
+    storeType: StoreType = .inMemory,
+    migrates: Bool = true
+) -> ContextManager {
+    ContextManager(delegate: TestStoreDelegate(model: model, storeType: storeType, migrates: migrates))
 }
 
 /// A context on a new serial queue with a readable label.

@@ -35,11 +35,46 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
                 schema = empty.schema
             }
             isOpen = true
-            var contents: [String: [StoredRow]] = [:]
-            for (entityName, entityRows) in rows {
-                contents[entityName] = entityRows.map { StoredRow(primaryKey: $0.key, values: $0.value) }
+            return currentContents()!
+        }
+    }
+
+    /// Everything the store holds; `nil` before it was first opened. Call on `queue`.
+    private func currentContents() -> StoreContents? {
+        guard let metadata else { return nil }
+        var contents: [String: [StoredRow]] = [:]
+        for (entityName, entityRows) in rows {
+            contents[entityName] = entityRows.map { StoredRow(primaryKey: $0.key, values: $0.value) }
+        }
+        return StoreContents(metadata: metadata, schema: schema, rows: contents)
+    }
+
+    /// What the store holds; `nil` if it was never opened.
+    public func inspect() throws -> StoreContents? {
+        queue.sync { currentContents() }
+    }
+
+    /// Replaces every row, the schema and the metadata with `state` (a migration's result). An
+    /// in-memory store keeps no original: `suffix` is ignored.
+    ///
+    /// - Throws: ``StoreError/Code/closed`` if the store is not open.
+    public func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws {
+        try queue.sync {
+            guard isOpen else {
+                throw StoreError(.closed, "The in-memory store is closed.")
             }
-            return StoreContents(metadata: metadata!, schema: schema, rows: contents)
+            var newRows: [String: [Int64: [StoredValue]]] = [:]
+            for (index, entity) in state.entities.enumerated() {
+                var entityRows: [Int64: [StoredValue]] = [:]
+                entityRows.reserveCapacity(state.rowCount(ofEntityAt: index))
+                state.forEachRow(ofEntityAt: index) { primaryKey, values in
+                    entityRows[primaryKey] = values
+                }
+                newRows[entity.name] = entityRows
+            }
+            metadata = state.metadata
+            schema = state.entities
+            rows = newRows
         }
     }
 

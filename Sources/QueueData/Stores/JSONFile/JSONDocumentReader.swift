@@ -43,7 +43,7 @@ enum JSONDocumentReader {
         }
         var format: String?
         var version: Int?
-        var metadata: (identifier: UUID, hash: String, keys: [String: Int64])?
+        var metadata: (identifier: UUID, hash: String, keys: [String: Int64], steps: [String])?
         var schema: [EntityDescription]?
         var rowsRange: Range<Int>?
         var rows: [String: [StoredRow]] = [:]
@@ -84,15 +84,17 @@ enum JSONDocumentReader {
         return Document(
             formatVersion: version,
             metadata: StoreMetadata(
-                storeIdentifier: metadata.identifier, versionHash: metadata.hash, nextPrimaryKeys: metadata.keys),
+                storeIdentifier: metadata.identifier, versionHash: metadata.hash, nextPrimaryKeys: metadata.keys,
+                appliedMigrationSteps: metadata.steps),
             schema: schema, rows: rows)
     }
 
-    private static func readMetadata(_ scanner: inout JSONScanner) throws -> (UUID, String, [String: Int64]) {
+    private static func readMetadata(_ scanner: inout JSONScanner) throws -> (UUID, String, [String: Int64], [String]) {
         let start = scanner.position
         var identifier: UUID?
         var hash: String?
         var keys: [String: Int64] = [:]
+        var steps: [String] = []
         try scanner.forEachMember { scanner, key in
             switch key {
             case "storeIdentifier":
@@ -107,6 +109,10 @@ enum JSONDocumentReader {
                 try scanner.forEachMember { scanner, entity in
                     keys[entity] = try scanner.integer()
                 }
+            case "appliedMigrationSteps":
+                try scanner.forEachElement { scanner in
+                    steps.append(try scanner.string())
+                }
             default:
                 throw scanner.failure("unknown metadata member '\(key)'")
             }
@@ -114,7 +120,7 @@ enum JSONDocumentReader {
         guard let identifier, let hash else {
             throw scanner.failure("the metadata needs a storeIdentifier and a versionHash", at: start)
         }
-        return (identifier, hash, keys)
+        return (identifier, hash, keys, steps)
     }
 
     private static func readSchema(_ scanner: inout JSONScanner) throws -> [EntityDescription] {

@@ -33,7 +33,16 @@ struct JSONDocumentWriter {
             writer.raw(": ")
             writer.integer(entry.value)
         }
-        writer.raw("}\n  },\n  \"schema\": [")
+        writer.raw("}")
+        if !metadata.appliedMigrationSteps.isEmpty {
+            writer.raw(",\n    \"appliedMigrationSteps\": [")
+            for (index, step) in metadata.appliedMigrationSteps.enumerated() {
+                writer.raw(index == 0 ? "" : ", ")
+                writer.string(step)
+            }
+            writer.raw("]")
+        }
+        writer.raw("\n  },\n  \"schema\": [")
         for (entityIndex, entity) in schema.enumerated() {
             writer.raw(entityIndex == 0 ? "\n    {\"name\": " : ",\n    {\"name\": ")
             writer.string(entity.name)

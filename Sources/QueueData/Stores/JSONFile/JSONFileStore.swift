@@ -58,9 +58,12 @@ public final class JSONFileStore: PersistentStore {
     ///
     /// - Throws: ``StoreError``: `.locked` if open elsewhere; `.unsupportedFormat` for a file
     ///   that is not a QueueData JSON store or was written by a newer version; `.corrupted`
-    ///   with the offset for a damaged one (empty, truncated, invalid JSON or values);
-    ///   `.incompatibleModel` listing the differences; `.io`. The document is never modified
-    ///   by a failed open.
+    ///   with the offset for a damaged one (empty, truncated, invalid JSON or values); `.io`.
+    ///   The document is never modified by a failed open.
+    ///
+    /// A document written with another model is returned as it is: the coordinator migrates
+    /// it with ``replaceContents(with:keepingOriginalAs:)`` or refuses it. Opening with the
+    /// current model removes the originals earlier migrations kept.
     public func open(for model: ManagedObjectModel) throws -> StoreContents {
         guard lockDescriptor == nil else {
             throw StoreError(.locked, "The JSON store is already open.", url: url)
@@ -96,11 +99,22 @@ public final class JSONFileStore: PersistentStore {
     }
 
     private func load(for model: ManagedObjectModel) throws -> StoreContents {
+        let contents = try decode(path: files.path)
+        if contents.metadata.versionHash == model.versionHash {
+            // The originals earlier migrations kept have served their purpose; failing to
+            // remove one is not worth failing the open.
+            try? files.removeMigrationBackups()
+        }
+        return contents
+    }
+
+    /// The contents of the JSON store document at `path`.
+    private func decode(path: String) throws -> StoreContents {
         let bytes: [UInt8]
         do {
-            bytes = try fileSystem.readFile(files.path)
+            bytes = try fileSystem.readFile(path)
         } catch {
-            throw files.ioError(error, "read the JSON store")
+            throw files.ioError(error, "read the JSON store \(path)")
         }
         let document: JSONDocumentReader.Document
         do {
@@ -118,15 +132,51 @@ public final class JSONFileStore: PersistentStore {
                 .corrupted, "The JSON store is damaged: \(message). The file was left untouched.", url: url,
                 offset: Int64(offset))
         }
-        guard document.metadata.versionHash == model.versionHash else {
-            throw SchemaComparison.incompatibleModelError(
-                stored: document.schema, storedHash: document.metadata.versionHash, model: model, url: url)
-        }
         guard (try? ManagedObjectModel(entities: document.schema).versionHash) == document.metadata.versionHash else {
             throw StoreError(
                 .corrupted, "The JSON store's versionHash does not match its own schema.", url: url)
         }
         return StoreContents(metadata: document.metadata, schema: document.schema, rows: document.rows)
+    }
+
+    /// What the document holds (or the seed it would copy in), read without taking the lock or
+    /// writing anything; `nil` if there is neither.
+    ///
+    /// - Throws: ``StoreError``: `.unsupportedFormat`, `.corrupted`, `.io`.
+    public func inspect() throws -> StoreContents? {
+        if files.exists {
+            return try decode(path: files.path)
+        }
+        if let seedStoreURL, fileSystem.fileExists(seedStoreURL.path) {
+            return try decode(path: seedStoreURL.path)
+        }
+        return nil
+    }
+
+    /// Replaces the document with `state` (a migration's result), keeping the original as
+    /// `<name>.json.<suffix>` until the next open with the current model. A crash at any point
+    /// leaves the original document or the new one, complete.
+    ///
+    /// - Throws: ``StoreError``: `.closed` if the store is not open, `.io`.
+    public func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws {
+        guard lockDescriptor != nil else {
+            throw StoreError(.closed, "The JSON store is closed.", url: url)
+        }
+        if let failure {
+            throw StoreError(
+                .closed, "The JSON store refuses writes after a failed write; reopen the store.", url: url,
+                underlyingError: failure)
+        }
+        let document = JSONDocumentWriter.document(
+            metadata: state.metadata, schema: state.entities, rowCount: state.rowCount(ofEntityAt:),
+            forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
+        do {
+            try files.replaceKeepingOriginal(with: document, backupSuffix: suffix)
+        } catch {
+            let error = files.ioError(error, "replace the JSON store with its migrated contents")
+            failure = error
+            throw error
+        }
     }
 
     private static func read(_ bytes: [UInt8]) throws(JSONDocumentReader.Problem) -> JSONDocumentReader.Document {
@@ -164,22 +214,16 @@ public final class JSONFileStore: PersistentStore {
     ) throws {
         let document = JSONDocumentWriter.document(
             metadata: metadata, schema: schema, rowCount: rowCount, forEachRow: forEachRow)
-        let temporary = "\(files.path)\(temporarySuffix)\(UInt64.random(in: 0...UInt64.max).hexadecimalString)"
+        var temporary: String?
         do {
-            let output = try fileSystem.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-            do {
-                try document.withUnsafeBytes { try fileSystem.writeAll(output, $0, at: 0, path: temporary) }
-                try fileSystem.synchronize(output, path: temporary)
-            } catch {
-                fileSystem.close(output)
-                throw error
-            }
-            fileSystem.close(output)
-            try fileSystem.rename(temporary, to: files.path)
+            temporary = try document.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: files.path, $0) }
+            try fileSystem.rename(temporary!, to: files.path)
         } catch {
             // The old document is untouched and still the store; still, like after any failed
             // write, refuse commits until reopened rather than guess what the disk holds.
-            try? fileSystem.remove(temporary)
+            if let temporary {
+                try? fileSystem.remove(temporary)
+            }
             let error = files.ioError(error, "write the JSON store")
             failure = error
             throw error

@@ -7,7 +7,8 @@ enum JournalFormat {
     /// `\x89QDJ\r\n\x1A\n`: a high-bit byte and line endings catch text-mode mangling.
     static let magic: [UInt8] = [0x89, 0x51, 0x44, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
     static let majorVersion: UInt16 = 1
-    static let minorVersion: UInt16 = 0
+    /// 1.1 added the applied migration steps at the end of snapshots (1.0 files read as none).
+    static let minorVersion: UInt16 = 1
     static let headerSize = 64
     static let recordHeaderSize = 24
     /// The largest payload a record may declare: larger lengths are corruption, never an

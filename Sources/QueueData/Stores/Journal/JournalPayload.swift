@@ -54,6 +54,11 @@ enum JournalPayload {
                 }
             }
         }
+        // Format 1.1: the applied migration steps.
+        writer.writeVarint(UInt64(metadata.appliedMigrationSteps.count))
+        for step in metadata.appliedMigrationSteps {
+            writer.writeString(step)
+        }
         return writer.bytes
     }
 
@@ -109,12 +114,20 @@ enum JournalPayload {
             }
             rows.append(entityRows)
         }
+        var steps: [String] = []
+        if !reader.isAtEnd {  // Format 1.1 and later.
+            let stepCount = try reader.readCount(minimumElementSize: 1, "migration step")
+            for _ in 0..<stepCount {
+                steps.append(try reader.readString())
+            }
+        }
         guard reader.isAtEnd else {
             throw reader.error("the snapshot has \(reader.remaining) unexpected trailing bytes")
         }
         return Snapshot(
             metadata: StoreMetadata(
-                storeIdentifier: identifier, versionHash: versionHash, nextPrimaryKeys: nextPrimaryKeys),
+                storeIdentifier: identifier, versionHash: versionHash, nextPrimaryKeys: nextPrimaryKeys,
+                appliedMigrationSteps: steps),
             schema: schema, rows: rows)
     }
 

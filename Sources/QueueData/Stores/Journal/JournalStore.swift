@@ -46,6 +46,8 @@ public final class JournalStore: PersistentStore {
     private var nextSequence: UInt64 = 0
     private var mapping: JournalPayload.SchemaMapping?
     private var failure: StoreError?
+    /// The torn bytes of a journal opened with another model, set aside when it is migrated.
+    private var tornTail: (offset: Int, bytes: [UInt8])?
     // What the compaction estimate needs.
     private var snapshotBytes = 0
     private var snapshotRows = 0
@@ -82,10 +84,14 @@ public final class JournalStore: PersistentStore {
     /// Opens the journal (creating it, or copying the seed in), recovers a torn tail, and
     /// returns every committed row.
     ///
+    /// A journal written with another model is returned as it is, without repairing a torn
+    /// tail: the coordinator migrates it with ``replaceContents(with:keepingOriginalAs:)`` or
+    /// refuses it, and until then the store refuses commits. Opening with the current model
+    /// removes the originals earlier migrations kept.
+    ///
     /// - Throws: ``StoreError``: `.locked` if open elsewhere; `.unsupportedFormat` if the file
     ///   is not a journal or was written by a newer version; `.corrupted` with the offset;
-    ///   `.incompatibleModel` listing the differences; `.io`. The journal is not modified by
-    ///   a failed open.
+    ///   `.io`. The journal is not modified by a failed open.
     public func open(for model: ManagedObjectModel) throws -> StoreContents {
         guard lockDescriptor == nil else {
             throw StoreError(.locked, "The journal is already open.", url: url)
@@ -147,36 +153,64 @@ public final class JournalStore: PersistentStore {
             throw files.ioError(error, "read the journal")
         }
         let parsed = try bytes.withUnsafeBytes { try parse($0) }
-        let snapshot = parsed.snapshot
-
-        // Decide about the model before writing anything.
-        guard snapshot.metadata.versionHash == model.versionHash else {
-            throw SchemaComparison.incompatibleModelError(
-                stored: snapshot.schema, storedHash: snapshot.metadata.versionHash, model: model, url: url)
-        }
-        if let tornOffset = parsed.tornOffset {
-            try moveTornTailAside(bytes, from: tornOffset)
-        }
-        do {
-            descriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
-        } catch {
-            throw files.ioError(error, "open the journal for writing")
-        }
         header = parsed.header
-        endOffset = Int64(parsed.validLength)
         nextSequence = parsed.nextSequence
-        mapping = JournalPayload.SchemaMapping(schema: snapshot.schema, model: model)
         failure = nil
         snapshotBytes = parsed.snapshotBytes
         snapshotRows = parsed.snapshotRows
         insertBytesSinceSnapshot = 0
         insertedRowsSinceSnapshot = 0
 
+        if parsed.snapshot.metadata.versionHash == model.versionHash {
+            if let tornOffset = parsed.tornOffset {
+                try moveTornTailAside(bytes, from: tornOffset)
+            }
+            do {
+                descriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
+            } catch {
+                throw files.ioError(error, "open the journal for writing")
+            }
+            endOffset = Int64(parsed.validLength)
+            mapping = JournalPayload.SchemaMapping(schema: parsed.snapshot.schema, model: model)
+            // The store opens with the current model: the originals earlier migrations kept
+            // have served their purpose. Failing to remove one is not worth failing the open.
+            try? files.removeMigrationBackups()
+        } else {
+            // Written with another model: the coordinator migrates it (replacing the whole
+            // file, torn tail set aside then) or refuses it. Nothing is written until then.
+            tornTail = parsed.tornOffset.map { ($0, Array(bytes[$0...])) }
+        }
+        return contents(of: parsed.snapshot)
+    }
+
+    private func contents(of snapshot: JournalPayload.Snapshot) -> StoreContents {
         var rows: [String: [StoredRow]] = [:]
         for (index, entity) in snapshot.schema.enumerated() {
             rows[entity.name] = snapshot.rows[index].map { StoredRow(primaryKey: $0.key, values: $0.value) }
         }
         return StoreContents(metadata: snapshot.metadata, schema: snapshot.schema, rows: rows)
+    }
+
+    /// What the journal holds (or the seed it would copy in), read without taking the lock or
+    /// writing anything: a torn tail is left as it is. `nil` if there is neither.
+    ///
+    /// - Throws: ``StoreError``: `.unsupportedFormat`, `.corrupted`, `.io`.
+    public func inspect() throws -> StoreContents? {
+        let path: String
+        if files.exists {
+            path = files.path
+        } else if let seedStoreURL, fileSystem.fileExists(seedStoreURL.path) {
+            path = seedStoreURL.path
+        } else {
+            return nil
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try fileSystem.readFile(path)
+        } catch {
+            throw files.ioError(error, "read the journal \(path)")
+        }
+        return contents(of: try bytes.withUnsafeBytes { try parse($0) }.snapshot)
     }
 
     /// What a journal holds, and where its valid prefix ends.
@@ -289,14 +323,24 @@ public final class JournalStore: PersistentStore {
     /// Copies the torn bytes to `<name>.journal.torn-<timestamp>`, then truncates the journal
     /// to its valid prefix, durably, before anything is appended.
     private func moveTornTailAside(_ bytes: [UInt8], from offset: Int) throws {
+        try setTornBytesAside(Array(bytes[offset...]), from: offset)
+        do {
+            let journal = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
+            defer { fileSystem.close(journal) }
+            try fileSystem.truncate(journal, to: Int64(offset), path: files.path)
+            try fileSystem.synchronize(journal, path: files.path)
+        } catch {
+            throw files.ioError(error, "truncate the journal's torn tail (at offset \(offset))")
+        }
+    }
+
+    /// Writes the torn bytes (found at `offset`) to `<name>.journal.torn-<timestamp>`, durably.
+    private func setTornBytesAside(_ tornBytes: [UInt8], from offset: Int) throws {
         let asidePath = files.asidePath("torn")
         do {
             let aside = try fileSystem.open(asidePath, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
             do {
-                try bytes.withUnsafeBytes { buffer in
-                    try fileSystem.writeAll(
-                        aside, UnsafeRawBufferPointer(rebasing: buffer[offset...]), at: 0, path: asidePath)
-                }
+                try tornBytes.withUnsafeBytes { try fileSystem.writeAll(aside, $0, at: 0, path: asidePath) }
                 try fileSystem.synchronize(aside, path: asidePath)
             } catch {
                 fileSystem.close(aside)
@@ -304,10 +348,6 @@ public final class JournalStore: PersistentStore {
             }
             fileSystem.close(aside)
             try fileSystem.synchronizeDirectory(files.directory)
-            let journal = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
-            defer { fileSystem.close(journal) }
-            try fileSystem.truncate(journal, to: Int64(offset), path: files.path)
-            try fileSystem.synchronize(journal, path: files.path)
         } catch {
             throw files.ioError(error, "set the journal's torn tail aside (at offset \(offset))")
         }
@@ -321,7 +361,11 @@ public final class JournalStore: PersistentStore {
     ///   commits until reopened), `.closed` when the store is closed or refusing commits.
     public func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
         guard let descriptor, let header, let mapping else {
-            throw StoreError(.closed, "The journal is closed.", url: url)
+            throw StoreError(
+                .closed,
+                lockDescriptor == nil
+                    ? "The journal is closed." : "The journal holds another model's rows; migrate it first.",
+                url: url)
         }
         if let failure {
             throw StoreError(
@@ -385,31 +429,17 @@ public final class JournalStore: PersistentStore {
                 .closed, "The journal refuses writes after a failed write; reopen the store.", url: url,
                 underlyingError: failure)
         }
-        let newHeader = JournalFormat.Header(
-            storeIdentifier: header.storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: nextSequence)
-        let payload = JournalPayload.encodeSnapshot(
-            metadata: state.metadata, schema: state.entities, rowCount: state.rowCount(ofEntityAt:),
-            forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
-        let bytes =
-            newHeader.encoded()
-            + JournalFormat.encodeRecord(
-                type: .snapshot, sequence: nextSequence, epoch: newHeader.epoch, payload: payload)
+        let (newHeader, bytes, payloadSize) = snapshotFile(of: state, storeIdentifier: header.storeIdentifier)
 
-        let temporary = "\(files.path)\(temporarySuffix)\(UInt64.random(in: 0...UInt64.max).hexadecimalString)"
+        var temporary: String?
         do {
-            let output = try fileSystem.open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
-            do {
-                try bytes.withUnsafeBytes { try fileSystem.writeAll(output, $0, at: 0, path: temporary) }
-                try fileSystem.synchronize(output, path: temporary)
-            } catch {
-                fileSystem.close(output)
-                throw error
-            }
-            fileSystem.close(output)
-            try fileSystem.rename(temporary, to: files.path)
+            temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: files.path, $0) }
+            try fileSystem.rename(temporary!, to: files.path)
         } catch {
             // The old journal is untouched and still the store.
-            try? fileSystem.remove(temporary)
+            if let temporary {
+                try? fileSystem.remove(temporary)
+            }
             throw files.ioError(error, "write the compacted journal")
         }
         // The journal's name now points to the new file.
@@ -423,15 +453,81 @@ public final class JournalStore: PersistentStore {
             failure = error
             throw error
         }
-        self.header = newHeader
-        endOffset = Int64(bytes.count)
+        try didSwitch(to: newHeader, fileSize: bytes.count, payloadSize: payloadSize, state: state)
+    }
+
+    /// A journal of one snapshot record of `state`, continuing this journal's sequence with a
+    /// new epoch.
+    private func snapshotFile(
+        of state: StoreState,
+        storeIdentifier: UUID
+    ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
+        let newHeader = JournalFormat.Header(
+            storeIdentifier: storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: nextSequence)
+        let payload = JournalPayload.encodeSnapshot(
+            metadata: state.metadata, schema: state.entities, rowCount: state.rowCount(ofEntityAt:),
+            forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
+        let bytes =
+            newHeader.encoded()
+            + JournalFormat.encodeRecord(
+                type: .snapshot, sequence: nextSequence, epoch: newHeader.epoch, payload: payload)
+        return (newHeader, bytes, payload.count)
+    }
+
+    /// Records that the journal is now a file of one snapshot record of `state`.
+    private func didSwitch(
+        to newHeader: JournalFormat.Header,
+        fileSize: Int,
+        payloadSize: Int,
+        state: StoreState
+    ) throws {
+        header = newHeader
+        endOffset = Int64(fileSize)
         nextSequence += 1
         mapping = JournalPayload.SchemaMapping(
             schema: state.entities, model: try ManagedObjectModel(entities: state.entities))
-        snapshotBytes = payload.count
+        snapshotBytes = payloadSize
         snapshotRows = state.entities.indices.reduce(0) { $0 + state.rowCount(ofEntityAt: $1) }
         insertBytesSinceSnapshot = 0
         insertedRowsSinceSnapshot = 0
+    }
+
+    // MARK: Migrating
+
+    /// Replaces the journal with one snapshot record of `state` (a migration's result), keeping
+    /// the original as `<name>.journal.<suffix>` until the next open with the current model; a
+    /// torn tail of the original is first set aside as at any open. A crash at any point leaves
+    /// the original journal or the new one, complete.
+    ///
+    /// - Throws: ``StoreError``: `.closed` if the store is not open, `.io`. The coordinator
+    ///   closes the store after a failure; reopening finds the original or the new journal.
+    public func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws {
+        guard lockDescriptor != nil, header != nil else {
+            throw StoreError(.closed, "The journal is closed.", url: url)
+        }
+        if let failure {
+            throw StoreError(
+                .closed, "The journal refuses writes after a failed write; reopen the store.", url: url,
+                underlyingError: failure)
+        }
+        if let tornTail {
+            try setTornBytesAside(tornTail.bytes, from: tornTail.offset)
+            self.tornTail = nil
+        }
+        let (newHeader, bytes, payloadSize) = snapshotFile(of: state, storeIdentifier: state.metadata.storeIdentifier)
+        do {
+            try files.replaceKeepingOriginal(with: bytes, backupSuffix: suffix)
+            let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
+            if let descriptor {
+                fileSystem.close(descriptor)
+            }
+            descriptor = newDescriptor
+        } catch {
+            let error = files.ioError(error, "replace the journal with its migrated contents")
+            failure = error
+            throw error
+        }
+        try didSwitch(to: newHeader, fileSize: bytes.count, payloadSize: payloadSize, state: state)
     }
 
     // MARK: Closing
@@ -448,5 +544,6 @@ public final class JournalStore: PersistentStore {
         lockDescriptor = nil
         header = nil
         mapping = nil
+        tornTail = nil
     }
 }

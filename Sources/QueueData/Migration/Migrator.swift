@@ -1,0 +1,345 @@
+import Foundation
+
+/// Migrates what a store holds to the current model: infers a mapping from the stored schema
+/// (added, removed, renamed and converted attributes and entities), converts every row, then
+/// runs the custom steps the store has not recorded.
+///
+/// Works on ``StoreContents`` in memory and writes nothing: the coordinator loads the result
+/// and hands it to the store to replace the original.
+struct Migrator {
+    let model: ManagedObjectModel
+    /// Whether a different stored schema may be migrated (the delegate's
+    /// `shouldUseAutomaticLightweightMigration`).
+    let allowsInferredMigration: Bool
+    let steps: [MigrationStep]
+    let progress: (@Sendable (MigrationProgress) -> Void)?
+
+    init(
+        model: ManagedObjectModel,
+        allowsInferredMigration: Bool = true,
+        steps: [MigrationStep] = [],
+        progress: (@Sendable (MigrationProgress) -> Void)? = nil
+    ) {
+        self.model = model
+        self.allowsInferredMigration = allowsInferredMigration
+        self.steps = steps
+        self.progress = progress
+    }
+
+    /// Where one attribute of the model gets its values from.
+    enum Source {
+        /// The stored attribute at this index, converted if needed.
+        case stored(Int, AttributeConversion?)
+        /// The attribute's default: it is new.
+        case defaultValue
+    }
+
+    /// How the rows of one model entity are made.
+    struct EntityMapping {
+        /// The stored entity its rows come from; `nil` for a new entity.
+        var stored: EntityDescription?
+        /// One source per attribute of the model entity.
+        var sources: [Source]
+        /// Whether stored rows are already in the model's shape.
+        var isIdentity: Bool
+    }
+
+    /// The mapping from a stored schema to the model, with every change and every reason it
+    /// cannot be used.
+    struct Inference {
+        var mappings: [EntityMapping] = []
+        var changes: [MigrationPlan.Change] = []
+        var problems: [String] = []
+    }
+
+    // MARK: Deciding
+
+    /// Whether opening `contents` needs a migration: another schema, or steps to run.
+    func isNeeded(for contents: StoreContents) -> Bool {
+        contents.metadata.versionHash != model.versionHash || !pendingSteps(contents.metadata).isEmpty
+    }
+
+    /// The steps `metadata` has not recorded, in order.
+    func pendingSteps(_ metadata: StoreMetadata) -> [MigrationStep] {
+        let applied = Set(metadata.appliedMigrationSteps)
+        return steps.filter { !applied.contains($0.name) }
+    }
+
+    /// The mapping from `schema` to the model.
+    func infer(from schema: [EntityDescription]) -> Inference {
+        var inference = Inference()
+        let storedByName = Dictionary(schema.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var used = Set<String>()
+        for entity in model.entities {
+            var stored = storedByName[entity.name]
+            if stored == nil, let original = entity.originalName, model.entity(named: original) == nil {
+                stored = storedByName[original]
+                if let stored {
+                    inference.changes.append(.entityRenamed(from: stored.name, to: entity.name))
+                }
+            }
+            guard let stored else {
+                inference.changes.append(.entityAdded(entity.name))
+                inference.mappings.append(
+                    EntityMapping(
+                        stored: nil, sources: Array(repeating: .defaultValue, count: entity.attributes.count),
+                        isIdentity: false))
+                continue
+            }
+            used.insert(stored.name)
+            inference.mappings.append(map(stored, to: entity, into: &inference))
+        }
+        for entity in schema where !used.contains(entity.name) {
+            inference.changes.append(.entityRemoved(entity.name))
+        }
+        let duplicates = Dictionary(grouping: steps.map(\.name), by: { $0 }).filter { $0.value.count > 1 }.keys
+        for name in duplicates.sorted() {
+            inference.problems.append("two migration steps are named '\(name)': step names must be unique")
+        }
+        return inference
+    }
+
+    private func map(
+        _ stored: EntityDescription,
+        to entity: EntityDescription,
+        into inference: inout Inference
+    ) -> EntityMapping {
+        var sources: [Source] = []
+        var usedAttributes = Set<String>()
+        for attribute in entity.attributes {
+            var old = stored.attribute(named: attribute.name)
+            if old == nil, let original = attribute.originalName {
+                old = stored.attribute(named: original)
+                if let old {
+                    inference.changes.append(.attributeRenamed(entity: entity.name, from: old.name, to: attribute.name))
+                }
+            }
+            guard let old, let index = stored.index(ofAttribute: old.name) else {
+                inference.changes.append(.attributeAdded(entity: entity.name, attribute: attribute.name))
+                if !attribute.isOptional && !attribute.hasDeclaredDefault {
+                    inference.problems.append(
+                        "attribute '\(entity.name).\(attribute.name)' was added as non-optional without a declared "
+                            + "default for the existing rows: declare one, or make it optional")
+                }
+                sources.append(.defaultValue)
+                continue
+            }
+            usedAttributes.insert(old.name)
+            if old.type != attribute.type {
+                inference.changes.append(
+                    .attributeTypeChanged(
+                        entity: entity.name, attribute: attribute.name, from: old.type, to: attribute.type))
+            }
+            if old.isOptional != attribute.isOptional {
+                inference.changes.append(
+                    attribute.isOptional
+                        ? .attributeBecameOptional(entity: entity.name, attribute: attribute.name)
+                        : .attributeBecameNonOptional(entity: entity.name, attribute: attribute.name))
+            }
+            do {
+                let conversion = try AttributeConversion.between(
+                    old, attribute, entityName: entity.name, transform: entity.attributeTransforms[attribute.name])
+                sources.append(.stored(index, conversion))
+            } catch {
+                inference.problems.append(error.message)
+                sources.append(.stored(index, nil))
+            }
+        }
+        for attribute in stored.attributes where !usedAttributes.contains(attribute.name) {
+            inference.changes.append(.attributeRemoved(entity: entity.name, attribute: attribute.name))
+        }
+        let isIdentity =
+            stored.attributes.count == sources.count
+            && sources.enumerated().allSatisfy { position, source in
+                if case .stored(let index, nil) = source { return index == position }
+                return false
+            }
+        return EntityMapping(stored: stored, sources: sources, isIdentity: isIdentity)
+    }
+
+    // MARK: Planning
+
+    /// What opening `contents` would do, converting every row to find the values that cannot
+    /// be carried over, but writing nothing and running no custom step.
+    func plan(for contents: StoreContents?) -> MigrationPlan {
+        guard let contents else {
+            return MigrationPlan(
+                storedVersionHash: nil, currentVersionHash: model.versionHash, changes: [],
+                pendingSteps: steps.map(\.name), problems: infer(from: model.entities).problems, rowCount: 0)
+        }
+        let rowCount = contents.rows.values.reduce(0) { $0 + $1.count }
+        let pending = pendingSteps(contents.metadata).map(\.name)
+        let inference = infer(from: contents.schema)
+        var problems = inference.problems
+        let schemaChanged = contents.metadata.versionHash != model.versionHash
+        if schemaChanged && !allowsInferredMigration {
+            problems.insert(Self.migrationOffProblem, at: 0)
+        }
+        if problems.isEmpty && schemaChanged {
+            do {
+                _ = try convertRows(contents, inference, reporter: nil)
+            } catch let error as StoreError {
+                problems.append(error.message)
+            } catch {
+                problems.append("\(error)")
+            }
+        }
+        return MigrationPlan(
+            storedVersionHash: contents.metadata.versionHash, currentVersionHash: model.versionHash,
+            changes: schemaChanged ? inference.changes : [], pendingSteps: pending, problems: problems,
+            rowCount: rowCount)
+    }
+
+    private static let migrationOffProblem =
+        "automatic lightweight migration is off (the delegate's shouldUseAutomaticLightweightMigration is false)"
+
+    // MARK: Migrating
+
+    /// `contents` migrated to the model, with the pending steps run and recorded.
+    ///
+    /// - Throws: ``StoreError``: `.incompatibleModel` listing every difference when migration
+    ///   is off or cannot be inferred; `.migrationFailed` for a value that cannot be carried
+    ///   over or a step that failed; `.corrupted` for rows that do not fit their own schema.
+    /// - Returns: The migrated contents, and the reporter to tell when they are written.
+    func migrate(_ contents: StoreContents) throws -> (contents: StoreContents, progress: MigrationProgressReporter) {
+        let inference = infer(from: contents.schema)
+        let schemaChanged = contents.metadata.versionHash != model.versionHash
+        var problems = inference.problems
+        if schemaChanged && !allowsInferredMigration {
+            problems.insert(Self.migrationOffProblem, at: 0)
+        }
+        guard problems.isEmpty else {
+            let differences = schemaChanged ? inference.changes.map(\.description) : []
+            throw StoreError(
+                .incompatibleModel,
+                "The store was written with a different model (version \(contents.metadata.versionHash.prefix(12)), "
+                    + "current \(model.versionHash.prefix(12))): "
+                    + (differences.isEmpty ? "" : differences.joined(separator: "; ") + ". ")
+                    + "It cannot be migrated: " + problems.joined(separator: "; ") + ". Nothing was changed.")
+        }
+        let pending = pendingSteps(contents.metadata)
+        let rowCount = contents.rows.values.reduce(0) { $0 + $1.count }
+        let reporter = MigrationProgressReporter(rowCount: rowCount, stepCount: pending.count, report: progress)
+
+        var converted = try convertRows(contents, inference, reporter: reporter)
+        if !pending.isEmpty {
+            var rows = MigrationRows(
+                originalSchema: contents.schema, originals: contents.rows, model: model,
+                current: converted.rows.map { $0.sorted { $0.primaryKey < $1.primaryKey } },
+                nextPrimaryKeys: converted.nextPrimaryKeys)
+            for step in pending {
+                reporter.startStep(step.name)
+                do {
+                    try step.migrate(&rows)
+                } catch {
+                    throw StoreError(
+                        .migrationFailed,
+                        "The migration step '\(step.name)' failed: \(error). Nothing was changed.",
+                        underlyingError: error)
+                }
+                try validate(rows.current, after: step)
+                reporter.finishStep()
+            }
+            converted = (rows.current, rows.nextPrimaryKeys)
+        }
+
+        var metadata = contents.metadata
+        metadata.versionHash = model.versionHash
+        metadata.appliedMigrationSteps += pending.map(\.name)
+        metadata.nextPrimaryKeys = [:]
+        var rows: [String: [StoredRow]] = [:]
+        for (index, entity) in model.entities.enumerated() {
+            metadata.nextPrimaryKeys[entity.name] = converted.nextPrimaryKeys[index]
+            rows[entity.name] = converted.rows[index]
+        }
+        reporter.startWriting()
+        return (StoreContents(metadata: metadata, schema: model.entities, rows: rows), reporter)
+    }
+
+    /// Every row in the model's shape, by model entity index, and each entity's next key.
+    private func convertRows(
+        _ contents: StoreContents,
+        _ inference: Inference,
+        reporter: MigrationProgressReporter?
+    ) throws -> (rows: [[StoredRow]], nextPrimaryKeys: [Int64]) {
+        var result: [[StoredRow]] = []
+        var nextPrimaryKeys: [Int64] = []
+        for (entity, mapping) in zip(model.entities, inference.mappings) {
+            var nextKey =
+                mapping.stored.flatMap { contents.metadata.nextPrimaryKeys[$0.name] }
+                ?? contents.metadata.nextPrimaryKeys[entity.name] ?? 1
+            guard let stored = mapping.stored, let rows = contents.rows[stored.name] else {
+                result.append([])
+                nextPrimaryKeys.append(nextKey)
+                continue
+            }
+            var converted: [StoredRow] = []
+            converted.reserveCapacity(rows.count)
+            for row in rows {
+                guard row.values.count == stored.attributes.count else {
+                    throw StoreError(
+                        .corrupted,
+                        "Row \(row.primaryKey) of '\(stored.name)' has \(row.values.count) values for "
+                            + "\(stored.attributes.count) attributes.")
+                }
+                nextKey = max(nextKey, row.primaryKey &+ 1)
+                if mapping.isIdentity {
+                    converted.append(row)
+                } else {
+                    converted.append(
+                        StoredRow(primaryKey: row.primaryKey, values: try values(of: row, entity, stored, mapping)))
+                }
+                reporter?.convertedRow()
+            }
+            result.append(converted)
+            nextPrimaryKeys.append(nextKey)
+        }
+        return (result, nextPrimaryKeys)
+    }
+
+    private func values(
+        of row: StoredRow,
+        _ entity: EntityDescription,
+        _ stored: EntityDescription,
+        _ mapping: EntityMapping
+    ) throws -> [StoredValue] {
+        var values: [StoredValue] = []
+        values.reserveCapacity(mapping.sources.count)
+        for (attribute, source) in zip(entity.attributes, mapping.sources) {
+            switch source {
+            case .defaultValue:
+                values.append(attribute.defaultValue)
+            case .stored(let index, nil):
+                values.append(row.values[index])
+            case .stored(let index, let conversion?):
+                do {
+                    values.append(try conversion.convert(row.values[index]))
+                } catch let problem as ConversionProblem {
+                    throw StoreError(
+                        .migrationFailed,
+                        "Row \(row.primaryKey) of '\(stored.name)': the value \(row.values[index]) of "
+                            + "'\(stored.attributes[index].name)' cannot become '\(entity.name).\(attribute.name)' "
+                            + "(\(attribute.type.rawValue)\(attribute.isOptional ? "?" : "")): \(problem.message). "
+                            + "Nothing was changed.")
+                }
+            }
+        }
+        return values
+    }
+
+    /// Checks that a step left values that fit the model.
+    private func validate(_ rows: [[StoredRow]], after step: MigrationStep) throws {
+        for (entity, entityRows) in zip(model.entities, rows) {
+            for row in entityRows {
+                for (value, attribute) in zip(row.values, entity.attributes)
+                where !value.fits(attribute.type, isOptional: attribute.isOptional) {
+                    throw StoreError(
+                        .migrationFailed,
+                        "The migration step '\(step.name)' set '\(entity.name).\(attribute.name)' of row "
+                            + "\(row.primaryKey) to \(value), which does not fit \(attribute.type.rawValue)"
+                            + "\(attribute.isOptional ? "?" : ""). Nothing was changed.")
+                }
+            }
+        }
+    }
+}
