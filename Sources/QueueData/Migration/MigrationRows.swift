@@ -4,9 +4,8 @@
 ///
 /// ```swift
 /// MigrationStep("split full names") { rows in
-///     rows.updateRows(of: "Person") { person in
-///         let full = rows.originalRow(of: "Person", primaryKey: person.primaryKey)?["fullName"]
-///         if case .string(let name)? = full, let space = name.firstIndex(of: " ") {
+///     rows.updateRows(of: "Person") { person, original in
+///         if case .string(let name)? = original?["fullName"], let space = name.firstIndex(of: " ") {
 ///             person.setValue(.string(String(name[..<space])), for: "givenName")
 ///             person.setValue(.string(String(name[space...].dropFirst())), for: "familyName")
 ///         }
@@ -25,6 +24,8 @@ public struct MigrationRows {
     /// Original rows by stored entity name, sorted by primary key.
     private let originals: [String: [StoredRow]]
     private let originalEntities: [String: EntityDescription]
+    /// The stored entity each model entity's rows came from, by model entity index.
+    private let sourceEntityNames: [String?]
     /// Current rows by model entity index, sorted by primary key.
     var current: [[StoredRow]]
     /// The next primary key of each model entity.
@@ -34,6 +35,7 @@ public struct MigrationRows {
         originalSchema: [EntityDescription],
         originals: [String: [StoredRow]],
         model: ManagedObjectModel,
+        sourceEntityNames: [String?],
         current: [[StoredRow]],
         nextPrimaryKeys: [Int64]
     ) {
@@ -44,6 +46,7 @@ public struct MigrationRows {
             rows.sorted { $0.primaryKey < $1.primaryKey }
         }
         self.model = model
+        self.sourceEntityNames = sourceEntityNames
         self.current = current
         self.nextPrimaryKeys = nextPrimaryKeys
     }
@@ -80,16 +83,24 @@ public struct MigrationRows {
         return current[entityIndex].map { MigrationRow(entity: entity, primaryKey: $0.primaryKey, values: $0.values) }
     }
 
-    /// Calls `body` with every row of the model's entity `entityName`, keeping what it changes.
+    /// Calls `body` with every row of the model's entity `entityName` and the same row as it
+    /// was before this migration (`nil` for rows the store did not have, and rows of entities
+    /// it did not have), keeping what `body` changes.
     ///
     /// - Precondition: The model has an entity named `entityName`.
     /// - Throws: What `body` throws; the rows are then left as they were.
-    public mutating func updateRows(of entityName: String, _ body: (inout MigrationRow) throws -> Void) rethrows {
+    /// - Complexity: O(*n* log *n*) for the entity's *n* rows.
+    public mutating func updateRows(
+        of entityName: String,
+        _ body: (_ row: inout MigrationRow, _ original: MigrationRow?) throws -> Void
+    ) rethrows {
         let (entityIndex, entity) = modelEntity(entityName)
+        let source = sourceEntityNames[entityIndex]
         var rows = current[entityIndex]
         for index in rows.indices {
-            var row = MigrationRow(entity: entity, primaryKey: rows[index].primaryKey, values: rows[index].values)
-            try body(&row)
+            let primaryKey = rows[index].primaryKey
+            var row = MigrationRow(entity: entity, primaryKey: primaryKey, values: rows[index].values)
+            try body(&row, source.flatMap { originalRow(of: $0, primaryKey: primaryKey) })
             rows[index].values = row.values
         }
         current[entityIndex] = rows

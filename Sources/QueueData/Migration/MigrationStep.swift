@@ -12,7 +12,7 @@
 /// var migrationSteps: [MigrationStep] {
 ///     [
 ///         MigrationStep("v2: ratings out of ten") { rows in
-///             rows.updateRows(of: "Destination") { row in
+///             rows.updateRows(of: "Destination") { row, _ in
 ///                 if case .integer(let stars)? = row["rating"] {
 ///                     row.setValue(.integer(stars * 2), for: "rating")
 ///                 }

@@ -225,6 +225,7 @@ struct Migrator {
         if !pending.isEmpty {
             var rows = MigrationRows(
                 originalSchema: contents.schema, originals: contents.rows, model: model,
+                sourceEntityNames: inference.mappings.map { $0.stored?.name },
                 current: converted.rows.map { $0.sorted { $0.primaryKey < $1.primaryKey } },
                 nextPrimaryKeys: converted.nextPrimaryKeys)
             for step in pending {
