@@ -42,7 +42,17 @@ final class ConformanceNoteChanged: ManagedObject {
     @Attribute var sequence: Int = 0
 }
 
+/// The note with an added attribute and a renamed one: a model the store must migrate to, or
+/// refuse without changing anything.
+final class ConformanceNoteMigrated: ManagedObject {
+    override class var entityName: String { "ConformanceNote" }
+    @Attribute(originalName: "text") var body: String = ""
+    @Attribute var sequence: Int = 0
+    @Attribute var pinned: Bool = true
+}
+
 let conformanceModel = ManagedObjectModel([ConformanceItem.self, ConformanceNote.self])
+let migratedConformanceModel = ManagedObjectModel([ConformanceItem.self, ConformanceNoteMigrated.self])
 let incompatibleConformanceModel = ManagedObjectModel([ConformanceItem.self, ConformanceNoteChanged.self])
 
 struct ConformanceDelegate: ContextManagerDelegate {

@@ -18,6 +18,9 @@ import Testing
 /// `makeStore` is called many times; every store it returns must use the same (initially
 /// empty) location, so that what one store committed, the next one opens. The suite drives
 /// the store through a ``ContextManager`` and records each failed check as a test issue.
+/// The last check changes the model: a store that implements migration
+/// (``PersistentStore/replaceContents(with:keepingOriginalAs:)``) must migrate it, any other
+/// must refuse it unchanged.
 public struct StoreConformanceSuite: Sendable {
     /// Makes a store over the suite's location.
     public var makeStore: @Sendable () throws -> any PersistentStore
@@ -45,6 +48,7 @@ public struct StoreConformanceSuite: Sendable {
             try checkExclusiveAccess(sourceLocation)
         }
         try checkIncompatibleModel(sourceLocation)
+        try checkMigration(sourceLocation)
     }
 
     // MARK: Checks
@@ -205,6 +209,47 @@ public struct StoreConformanceSuite: Sendable {
         let count = try context.performAndWait { try context.count(for: FetchRequest<ConformanceNote>()) }
         #expect(count == 43, "refusing a model changed the store", sourceLocation: sourceLocation)
         original.close()
+    }
+
+    /// A model with an added and a renamed attribute either migrates, keeping every row and
+    /// migrating once, or — for a store without ``PersistentStore/replaceContents(with:keepingOriginalAs:)``
+    /// — is refused with `.incompatibleModel` and leaves the store as it was.
+    private func checkMigration(_ sourceLocation: SourceLocation) throws {
+        let migrating = manager(migratedConformanceModel)
+        do {
+            try migrating.loadPersistentStore()
+        } catch let error as StoreError where error.code == .incompatibleModel {
+            migrating.close()
+            let original = manager()
+            let context = try original.createContext()
+            let count = try context.performAndWait { try context.count(for: FetchRequest<ConformanceNote>()) }
+            #expect(count == 43, "a refused migration changed the store", sourceLocation: sourceLocation)
+            original.close()
+            return
+        }
+        migrating.close()
+        for pass in ["after migrating", "after reopening the migrated store"] {
+            let reader = manager(migratedConformanceModel)
+            let context = try reader.createContext()
+            try context.performAndWait {
+                let notes = try context.fetch(
+                    FetchRequest<ConformanceNoteMigrated>(sortBy: [SortDescriptor(\.sequence)]))
+                #expect(notes.count == 43, "\(pass): \(notes.count) of 43 notes", sourceLocation: sourceLocation)
+                #expect(
+                    notes.prefix(3).allSatisfy { $0.body.hasPrefix("note ") && $0.body.hasSuffix("(edited)") },
+                    "\(pass): a renamed attribute lost its values", sourceLocation: sourceLocation)
+                #expect(
+                    notes.allSatisfy { $0.pinned }, "\(pass): an added attribute did not get its default",
+                    sourceLocation: sourceLocation)
+            }
+            reader.close()
+        }
+        let store = try makeStore()
+        let contents = try store.open(for: migratedConformanceModel)
+        store.close()
+        #expect(
+            contents.metadata.versionHash == migratedConformanceModel.versionHash,
+            "the migrated store does not record the new model", sourceLocation: sourceLocation)
     }
 
     // MARK: Samples and comparison

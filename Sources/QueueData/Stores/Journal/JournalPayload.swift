@@ -54,10 +54,13 @@ enum JournalPayload {
                 }
             }
         }
-        // Format 1.1: the applied migration steps.
-        writer.writeVarint(UInt64(metadata.appliedMigrationSteps.count))
-        for step in metadata.appliedMigrationSteps {
-            writer.writeString(step)
+        // Format 1.1: the applied migration steps, only when there are some, so that a
+        // snapshot without them stays byte for byte a 1.0 snapshot.
+        if !metadata.appliedMigrationSteps.isEmpty {
+            writer.writeVarint(UInt64(metadata.appliedMigrationSteps.count))
+            for step in metadata.appliedMigrationSteps {
+                writer.writeString(step)
+            }
         }
         return writer.bytes
     }
