@@ -25,6 +25,11 @@ let package = Package(
             dependencies: ["QueueData"],
             path: "Playgrounds/TravelImport"
         ),
+        .executableTarget(
+            name: "ModelEvolution",
+            dependencies: ["QueueData"],
+            path: "Playgrounds/ModelEvolution"
+        ),
         .testTarget(
             name: "QueueDataTests",
             dependencies: ["QueueData", "QueueDataTestSupport"],
