@@ -1,5 +1,5 @@
 /// A model declaration QueueData cannot use: thrown by ``ManagedObjectModel/init(validating:)``
-/// and ``EntityDescription/init(name:attributes:)``.
+/// and ``EntityDescription/init(name:attributes:originalName:)``.
 public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, as a stable, comparable code.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
