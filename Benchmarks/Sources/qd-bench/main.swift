@@ -312,6 +312,13 @@ if shouldRun("json") {
             baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
 }
 
+// MARK: Migration
+
+if shouldRun("migration") {
+    results.append(try migrationMeasurement(.journal, fileExtension: "journal", count: count, repetitions: repetitions))
+    results.append(try migrationMeasurement(.jsonFile, fileExtension: "json", count: count, repetitions: repetitions))
+}
+
 // MARK: Concurrency
 
 if shouldRun("conflict") {
