@@ -69,15 +69,17 @@ struct Migrator {
     func infer(from schema: [EntityDescription]) -> Inference {
         var inference = Inference()
         let storedByName = Dictionary(schema.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        var used = Set<String>()
-        for entity in model.entities {
-            var stored = storedByName[entity.name]
-            if stored == nil, let original = entity.originalName, model.entity(named: original) == nil {
-                stored = storedByName[original]
-                if let stored {
-                    inference.changes.append(.entityRenamed(from: stored.name, to: entity.name))
-                }
-            }
+        // Same names first, then renames of stored entities nothing else claimed: one stored
+        // entity's rows never go to two entities.
+        var sources: [EntityDescription?] = model.entities.map { storedByName[$0.name] }
+        var used = Set(sources.compactMap { $0?.name })
+        for (index, entity) in model.entities.enumerated() where sources[index] == nil {
+            guard let original = entity.originalName, !used.contains(original), let stored = storedByName[original]
+            else { continue }
+            sources[index] = stored
+            used.insert(original)
+        }
+        for (entity, stored) in zip(model.entities, sources) {
             guard let stored else {
                 inference.changes.append(.entityAdded(entity.name))
                 inference.mappings.append(
@@ -86,7 +88,9 @@ struct Migrator {
                         isIdentity: false))
                 continue
             }
-            used.insert(stored.name)
+            if stored.name != entity.name {
+                inference.changes.append(.entityRenamed(from: stored.name, to: entity.name))
+            }
             inference.mappings.append(map(stored, to: entity, into: &inference))
         }
         for entity in schema where !used.contains(entity.name) {
@@ -105,10 +109,11 @@ struct Migrator {
         into inference: inout Inference
     ) -> EntityMapping {
         var sources: [Source] = []
-        var usedAttributes = Set<String>()
+        // As for entities: same names first, then renames of what nothing else claimed.
+        var usedAttributes = Set(entity.attributes.compactMap { stored.attribute(named: $0.name)?.name })
         for attribute in entity.attributes {
             var old = stored.attribute(named: attribute.name)
-            if old == nil, let original = attribute.originalName {
+            if old == nil, let original = attribute.originalName, !usedAttributes.contains(original) {
                 old = stored.attribute(named: original)
                 if let old {
                     inference.changes.append(.attributeRenamed(entity: entity.name, from: old.name, to: attribute.name))

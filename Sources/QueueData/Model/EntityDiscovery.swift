@@ -64,6 +64,11 @@ enum EntityDiscovery {
             }
             mirror = level.superclassMirror
         }
+        // A renaming identifier belongs to the class that declares it: a subclass inheriting its
+        // parent's would claim the parent's stored rows as its own.
+        let parent = Mirror(reflecting: prototype).superclassMirror?.subjectType as? ManagedObject.Type
+        let originalName =
+            parent.map { $0.originalEntityName == type.originalEntityName } == true ? nil : type.originalEntityName
         let declarations = recorder.declarations
         let matches =
             declarations.count == names.count
@@ -100,7 +105,7 @@ enum EntityDiscovery {
         }
         return try EntityDescription(
             name: entityName, attributes: attributes, managedObjectClass: type, classLineage: lineage,
-            originalName: type.originalEntityName, attributeTransforms: transforms)
+            originalName: originalName, attributeTransforms: transforms)
     }
 
     /// The construction of discovery prototypes: an empty entity and a confinement that no

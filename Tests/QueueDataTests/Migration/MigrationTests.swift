@@ -80,6 +80,22 @@ final class ScoreV2: ManagedObject {
     var note: String = ""
 }
 
+class CarV2: ManagedObject {
+    override class var entityName: String { "Automobile" }
+    override class var originalEntityName: String? { "Car" }
+    @Attribute var wheels: Int = 4
+}
+
+final class SportsCar: CarV2 {
+    override class var entityName: String { "SportsCar" }
+    @Attribute var topSpeed: Int = 0
+}
+
+final class Coupe: CarV2 {
+    override class var entityName: String { "Coupe" }
+    override class var originalEntityName: String? { "TwoDoor" }
+}
+
 struct ScoreParsingError: Error, CustomStringConvertible {
     let stored: StoredValue
     var description: String { "\(stored) is not a number" }
@@ -159,6 +175,21 @@ struct MigrationTests {
         }
         #expect(steps.value == 1)
         #expect(try directory.bytes(of: "Store.\(fileExtension)") == migrated)
+        #expect(try Self.inspect(fileExtension, directory)?.metadata.appliedMigrationSteps == ["count"])
+
+        // Saves and compactions after the migration keep the record of applied steps.
+        let writer = open()
+        let context = try writer.createContext()
+        try context.performAndWait {
+            context.insert(ReviewV2.self).text = "after"
+            try context.save()
+        }
+        try writer.compactPersistentStore()
+        writer.close()
+        let last = open()
+        #expect(try rowsByKey(last, "Review").count == 1)
+        last.close()
+        #expect(steps.value == 1)
         #expect(try Self.inspect(fileExtension, directory)?.metadata.appliedMigrationSteps == ["count"])
     }
 
@@ -252,6 +283,42 @@ struct MigrationTests {
             return memo.objectID.primaryKey
         }
         #expect(key == 3)
+    }
+
+    @Test("a stored entity or attribute goes to one place: same names first, renames only of what is left")
+    func renameClaims() throws {
+        let old = try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "Old",
+                attributes: [
+                    AttributeDescription(name: "a", type: .string), AttributeDescription(name: "b", type: .string),
+                ])
+        ])
+        let new = try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "First",
+                attributes: [
+                    AttributeDescription(name: "b", type: .string),
+                    AttributeDescription(name: "c", type: .string, defaultValue: .string("-"), originalName: "b"),
+                    AttributeDescription(name: "d", type: .string, originalName: "a"),
+                ], originalName: "Old"),
+            EntityDescription(
+                name: "Second", attributes: [AttributeDescription(name: "a", type: .string)], originalName: "Old"),
+        ])
+        let store = try store(old, [["a": .string("x"), "b": .string("y")]], entityName: "Old")
+        let migrated = inMemoryManager(store, new)
+        #expect(
+            try rowsByKey(migrated, "First") == [1: ["b": .string("y"), "c": .string("-"), "d": .string("x")]])
+        #expect(try rowsByKey(migrated, "Second") == [:])
+    }
+
+    @Test("a subclass does not inherit its parent's original entity name")
+    func inheritedOriginalName() throws {
+        let model = ManagedObjectModel([CarV2.self, SportsCar.self])
+        #expect(model.entity(for: CarV2.self)?.originalName == "Car")
+        #expect(model.entity(for: SportsCar.self)?.originalName == nil)
+        #expect(model.entity(for: Coupe.self) == nil)
+        #expect(ManagedObjectModel([Coupe.self]).entity(for: Coupe.self)?.originalName == "TwoDoor")
     }
 
     /// A lossless change: the stored attribute, its value, the new attribute, the value expected.
