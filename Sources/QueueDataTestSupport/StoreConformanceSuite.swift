@@ -204,10 +204,15 @@ public struct StoreConformanceSuite: Sendable {
             (error as? StoreError)?.code == .incompatibleModel
         }
         changed.close()
+        try expectUnchangedNotes("refusing a model changed the store", sourceLocation)
+    }
+
+    /// Checks that the store still opens with the original model and holds its 43 notes.
+    private func expectUnchangedNotes(_ message: Comment, _ sourceLocation: SourceLocation) throws {
         let original = manager()
         let context = try original.createContext()
         let count = try context.performAndWait { try context.count(for: FetchRequest<ConformanceNote>()) }
-        #expect(count == 43, "refusing a model changed the store", sourceLocation: sourceLocation)
+        #expect(count == 43, message, sourceLocation: sourceLocation)
         original.close()
     }
 
@@ -220,11 +225,7 @@ public struct StoreConformanceSuite: Sendable {
             try migrating.loadPersistentStore()
         } catch let error as StoreError where error.code == .incompatibleModel {
             migrating.close()
-            let original = manager()
-            let context = try original.createContext()
-            let count = try context.performAndWait { try context.count(for: FetchRequest<ConformanceNote>()) }
-            #expect(count == 43, "a refused migration changed the store", sourceLocation: sourceLocation)
-            original.close()
+            try expectUnchangedNotes("a refused migration changed the store", sourceLocation)
             return
         }
         migrating.close()

@@ -51,6 +51,10 @@ final class StoreCoordinator: @unchecked Sendable {
             } else {
                 self.tables = try Self.loadTables(contents, model: model)
             }
+        } catch var error as StoreError {
+            store.close()
+            error.url = error.url ?? store.storeURL
+            throw error
         } catch {
             store.close()
             throw error
@@ -379,8 +383,10 @@ final class StoreCoordinator: @unchecked Sendable {
         model: ManagedObjectModel
     ) -> StoreState {
         var metadata = metadata
-        metadata.nextPrimaryKeys = Dictionary(
-            uniqueKeysWithValues: zip(model.entities.map(\.name), tables.map(\.nextPrimaryKey)))
+        // Entities the model no longer has keep their counters (see `Migrator.migrate`).
+        for (entity, table) in zip(model.entities, tables) {
+            metadata.nextPrimaryKeys[entity.name] = table.nextPrimaryKey
+        }
         return StoreState(metadata: metadata, entities: model.entities, tables: tables.map(\.snapshot))
     }
 

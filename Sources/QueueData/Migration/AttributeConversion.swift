@@ -129,9 +129,37 @@ struct AttributeConversion: Sendable {
         }
     }
 
+    /// A date in ISO 8601, UTC, with its fraction of a second to the nanosecond: 3, 6 or 9
+    /// digits, as few as keep it exact (`2023-11-14T22:13:20.500Z`).
+    static func isoText(of date: Date) -> String {
+        let seconds = date.timeIntervalSinceReferenceDate
+        var whole = seconds.rounded(.down)
+        var nanoseconds = ((seconds - whole) * 1e9).rounded()
+        if nanoseconds >= 1e9 {
+            whole += 1
+            nanoseconds -= 1e9
+        }
+        let base = Date(timeIntervalSinceReferenceDate: whole).formatted(Date.ISO8601FormatStyle())
+        let fraction = Int(nanoseconds)
+        let digits: String
+        if fraction % 1_000_000 == 0 {
+            digits = padded(fraction / 1_000_000, to: 3)
+        } else if fraction % 1_000 == 0 {
+            digits = padded(fraction / 1_000, to: 6)
+        } else {
+            digits = padded(fraction, to: 9)
+        }
+        return "\(base.dropLast()).\(digits)Z"
+    }
+
+    private static func padded(_ number: Int, to width: Int) -> String {
+        let text = String(number)
+        return String(repeating: "0", count: max(0, width - text.count)) + text
+    }
+
     /// The text a value becomes: decimal digits, the shortest round-tripping form of a
-    /// floating-point number, ISO 8601 dates with fractional seconds, base64 data, the JSON
-    /// text of a transformable value.
+    /// floating-point number, ISO 8601 dates to the nanosecond, base64 data, the JSON text of
+    /// a transformable value.
     static func text(of value: StoredValue, storedAs type: AttributeType) -> String {
         switch value {
         case .null: return ""
@@ -139,7 +167,7 @@ struct AttributeConversion: Sendable {
         case .integer(let integer): return String(integer)
         case .double(let double): return type == .float ? String(Float(double)) : String(double)
         case .string(let string): return string
-        case .date(let date): return date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        case .date(let date): return isoText(of: date)
         case .data(let data):
             return type == .transformable ? String(decoding: data, as: UTF8.self) : data.base64EncodedString()
         case .uuid(let uuid): return uuid.uuidString

@@ -74,10 +74,12 @@ struct Migrator {
         var sources: [EntityDescription?] = model.entities.map { storedByName[$0.name] }
         var used = Set(sources.compactMap { $0?.name })
         for (index, entity) in model.entities.enumerated() where sources[index] == nil {
-            guard let original = entity.originalName, !used.contains(original), let stored = storedByName[original]
+            guard let original = entity.originalName,
+                let stored = schema.first(where: { Self.isRenaming($0.name, $0.originalName, original) }),
+                !used.contains(stored.name)
             else { continue }
             sources[index] = stored
-            used.insert(original)
+            used.insert(stored.name)
         }
         for (entity, stored) in zip(model.entities, sources) {
             guard let stored else {
@@ -103,6 +105,14 @@ struct Migrator {
         return inference
     }
 
+    /// Whether a stored entity or attribute (its name, and the renaming identifier it was
+    /// stored with) is what a current one with renaming identifier `original` was called: its
+    /// first name, or any later one that kept the same identifier — so a store of any earlier
+    /// version is matched, as with Core Data's renaming identifiers.
+    private static func isRenaming(_ storedName: String, _ storedOriginal: String?, _ original: String) -> Bool {
+        storedName == original || storedOriginal == original
+    }
+
     private func map(
         _ stored: EntityDescription,
         to entity: EntityDescription,
@@ -113,11 +123,13 @@ struct Migrator {
         var usedAttributes = Set(entity.attributes.compactMap { stored.attribute(named: $0.name)?.name })
         for attribute in entity.attributes {
             var old = stored.attribute(named: attribute.name)
-            if old == nil, let original = attribute.originalName, !usedAttributes.contains(original) {
-                old = stored.attribute(named: original)
-                if let old {
-                    inference.changes.append(.attributeRenamed(entity: entity.name, from: old.name, to: attribute.name))
-                }
+            if old == nil, let original = attribute.originalName,
+                let renamed = stored.attributes.first(where: { Self.isRenaming($0.name, $0.originalName, original) }),
+                !usedAttributes.contains(renamed.name)
+            {
+                old = renamed
+                usedAttributes.insert(renamed.name)
+                inference.changes.append(.attributeRenamed(entity: entity.name, from: renamed.name, to: attribute.name))
             }
             guard let old, let index = stored.index(ofAttribute: old.name) else {
                 inference.changes.append(.attributeAdded(entity: entity.name, attribute: attribute.name))
@@ -214,13 +226,16 @@ struct Migrator {
             problems.insert(Self.migrationOffProblem, at: 0)
         }
         guard problems.isEmpty else {
-            let differences = schemaChanged ? inference.changes.map(\.description) : []
+            let reason = "It cannot be migrated: " + problems.joined(separator: "; ") + ". Nothing was changed."
+            guard schemaChanged else {
+                throw StoreError(.incompatibleModel, "The store's migration steps cannot run. " + reason)
+            }
+            let differences = inference.changes.map(\.description).joined(separator: "; ")
             throw StoreError(
                 .incompatibleModel,
                 "The store was written with a different model (version \(contents.metadata.versionHash.prefix(12)), "
-                    + "current \(model.versionHash.prefix(12))): "
-                    + (differences.isEmpty ? "" : differences.joined(separator: "; ") + ". ")
-                    + "It cannot be migrated: " + problems.joined(separator: "; ") + ". Nothing was changed.")
+                    + "current \(model.versionHash.prefix(12))): \(differences.isEmpty ? "the schemas differ" : differences). "
+                    + reason)
         }
         let pending = pendingSteps(contents.metadata)
         let rowCount = contents.rows.values.reduce(0) { $0 + $1.count }
@@ -252,7 +267,8 @@ struct Migrator {
         var metadata = contents.metadata
         metadata.versionHash = model.versionHash
         metadata.appliedMigrationSteps += pending.map(\.name)
-        metadata.nextPrimaryKeys = [:]
+        // Removed entities keep their next keys: if one comes back, its keys still never repeat
+        // those of the rows it had (whose object IDs may be kept somewhere).
         var rows: [String: [StoredRow]] = [:]
         for (index, entity) in model.entities.enumerated() {
             metadata.nextPrimaryKeys[entity.name] = converted.nextPrimaryKeys[index]

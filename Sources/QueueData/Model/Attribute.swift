@@ -33,7 +33,8 @@ public struct Attribute<Value: Codable> {
     /// - Parameters:
     ///   - defaultValue: The value new objects start with (and migration gives existing rows
     ///     when the attribute is added).
-    ///   - originalName: The attribute's name in stores written before it was renamed:
+    ///   - originalName: The attribute's name in stores written before it was renamed (its
+    ///     first name, when renamed more than once):
     ///     migration carries its values over.
     public init(wrappedValue defaultValue: Value, originalName: String? = nil) {
         slot = UInt16(truncatingIfNeeded: qd_attribute_slot_take())

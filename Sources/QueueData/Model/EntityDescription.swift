@@ -83,6 +83,19 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         self.classLineage = classLineage
     }
 
+    /// This entity with the given renaming identifiers, as a store read them back.
+    func renamed(originalName: String?, attributeOriginalNames: [Int: String]) throws -> EntityDescription {
+        let attributes = self.attributes.enumerated().map { index, attribute in
+            AttributeDescription(
+                name: attribute.name, type: attribute.type, isOptional: attribute.isOptional,
+                defaultValue: attribute.hasDeclaredDefault ? attribute.defaultValue : nil,
+                valueTypeName: attribute.valueTypeName, originalName: attributeOriginalNames[index])
+        }
+        return try EntityDescription(
+            name: name, attributes: attributes, managedObjectClass: managedObjectClass, classLineage: classLineage,
+            originalName: originalName, attributeTransforms: attributeTransforms)
+    }
+
     static func validateName(_ name: String, entityName: String, what: String) throws {
         let forbidden: Set<Character> = ["/", "\\", "?", "#", "%", ":", "\0"]
         guard !name.isEmpty, !name.contains(where: { forbidden.contains($0) || $0.isWhitespace }) else {

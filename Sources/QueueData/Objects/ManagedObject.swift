@@ -99,7 +99,8 @@ open class ManagedObject: Hashable {
 
     /// The entity's name in stores written before it was renamed (Core Data's renaming
     /// identifier): override it when you rename the class (or its `entityName`), and
-    /// migration carries the rows over.
+    /// migration carries the rows over. When renaming again, keep the first name: stores
+    /// record it, so stores of every earlier version are matched. Not inherited by subclasses.
     open class var originalEntityName: String? {
         nil
     }

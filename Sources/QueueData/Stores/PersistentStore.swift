@@ -74,9 +74,16 @@ public protocol PersistentStore: AnyObject {
 
     /// Closes the store, releasing files and locks.
     func close()
+
+    /// The store's main file, named in errors the coordinator reports about it (a migration
+    /// that failed, say); `nil`, the default, for stores without one.
+    var storeURL: URL? { get }
 }
 
 extension PersistentStore {
+    /// `nil`: no file to name.
+    public var storeURL: URL? { nil }
+
     /// Does nothing: most stores never need compaction.
     public func compact(_ state: StoreState) throws {}
 

@@ -39,6 +39,18 @@ public struct StoreMetadata: Sendable, Hashable {
     }
 }
 
+extension StoreMetadata {
+    /// Whether a store of this metadata and `schema` has migration records to keep: applied
+    /// steps or renaming identifiers. The file stores write those in a newer format version,
+    /// so that older readers refuse the file as newer instead of calling it damaged.
+    func recordsMigration(with schema: [EntityDescription]) -> Bool {
+        !appliedMigrationSteps.isEmpty
+            || schema.contains { entity in
+                entity.originalName != nil || entity.attributes.contains { $0.originalName != nil }
+            }
+    }
+}
+
 /// Everything a store holds, as ``PersistentStore/open(for:)`` returns it.
 public struct StoreContents: Sendable {
     /// The store's metadata.

@@ -90,38 +90,53 @@ struct StoreFiles {
 
     /// Removes temporary files a crash left behind: they are never promoted to be the store.
     func removeStaleTemporaryFiles() throws {
-        let prefix = "\(name).\(fileExtension)\(temporarySuffix)"
+        try removeFiles(named: "\(name).\(fileExtension)\(temporarySuffix)", "remove stale temporary files")
+    }
+
+    /// Removes the files of the directory whose names start with `prefix`.
+    private func removeFiles(named prefix: String, _ doing: String) throws {
         do {
             for entry in try fileSystem.contentsOfDirectory(directory) where entry.hasPrefix(prefix) {
                 try fileSystem.remove("\(directory)/\(entry)")
             }
         } catch {
-            throw ioError(error, "remove stale temporary files in \(directory)")
+            throw ioError(error, "\(doing) in \(directory)")
         }
     }
 
     /// Whether the store file exists.
     var exists: Bool { fileSystem.fileExists(path) }
 
-    /// Copies `seed` in as the store, durably, if there is no store yet.
+    /// The bytes of `seed`, to copy in when there is no store yet.
     ///
-    /// - Returns: Whether the seed was installed.
-    func installSeed(_ seed: URL?) throws -> Bool {
-        guard let seed, !exists else { return false }
-        let bytes: [UInt8]
+    /// - Throws: ``StoreError/Code/invalidConfiguration`` if the seed cannot be read.
+    func seedBytes(_ seed: URL) throws -> [UInt8] {
         do {
-            bytes = try fileSystem.readFile(seed.path)
+            return try fileSystem.readFile(seed.path)
         } catch {
             throw StoreError(
                 .invalidConfiguration, "The seed store \(seed.path) cannot be read: \(error)", url: seed,
                 underlyingError: error)
         }
+    }
+
+    /// Copies a seed's `bytes` in as the store, durably.
+    func installSeed(_ bytes: [UInt8], from seed: URL) throws {
         do {
             try bytes.withUnsafeBytes { try fileSystem.replaceAtomically(path, directory: directory, with: $0) }
         } catch {
             throw ioError(error, "copy the seed store \(seed.path) in")
         }
-        return true
+    }
+
+    /// Writes `bytes` as the store, which does not exist yet, durably and atomically: how a
+    /// migrated seed is installed (the seed itself is the original, and stays untouched).
+    func install(_ bytes: [UInt8]) throws {
+        do {
+            try bytes.withUnsafeBytes { try fileSystem.replaceAtomically(path, directory: directory, with: $0) }
+        } catch {
+            throw ioError(error, "write the migrated seed store")
+        }
     }
 
     /// The name migration keeps the original under: `<store file>.<suffix>`.
@@ -132,19 +147,13 @@ struct StoreFiles {
     /// Removes the originals earlier migrations kept (`<store file>.pre-migration-*`): called
     /// once a store opens with the current model.
     func removeMigrationBackups() throws {
-        let prefix = "\(name).\(fileExtension).pre-migration-"
-        do {
-            for entry in try fileSystem.contentsOfDirectory(directory) where entry.hasPrefix(prefix) {
-                try fileSystem.remove("\(directory)/\(entry)")
-            }
-        } catch {
-            throw ioError(error, "remove earlier migration backups in \(directory)")
-        }
+        try removeFiles(named: "\(name).\(fileExtension).pre-migration-", "remove earlier migration backups")
     }
 
     /// Replaces the store file with `bytes` for a migration, keeping the original as
     /// `<store file>.<backupSuffix>`: the new file is written and synchronized, the original
-    /// gets its second name (a hard link) and the directory is synchronized, then the new file
+    /// gets its second name (a hard link, or a synchronized copy where links are not supported)
+    /// and the directory is synchronized, then the new file
     /// is renamed over the store and the directory synchronized again. A crash at any point
     /// leaves the original store or the new one, complete (temporary files are removed at the
     /// next open), and the original's bytes are never touched.
@@ -156,7 +165,7 @@ struct StoreFiles {
             if fileSystem.fileExists(backup) {
                 try fileSystem.remove(backup)
             }
-            try fileSystem.link(path, to: backup)
+            try keepOriginal(as: backup)
             try fileSystem.synchronizeDirectory(directory)
             try fileSystem.rename(temporary!, to: path)
         } catch {
@@ -169,6 +178,23 @@ struct StoreFiles {
             try fileSystem.synchronizeDirectory(directory)
         } catch {
             throw ioError(error, "synchronize the directory of the migrated store")
+        }
+    }
+
+    /// Gives the store file a second name, `backup`: a hard link, or — on file systems without
+    /// them (FAT, some network and FUSE mounts) — a synchronized copy.
+    private func keepOriginal(as backup: String) throws {
+        do {
+            try fileSystem.link(path, to: backup)
+        } catch {
+            let bytes = try fileSystem.readFile(path)
+            let copy = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: backup, $0) }
+            do {
+                try fileSystem.rename(copy, to: backup)
+            } catch {
+                try? fileSystem.remove(copy)
+                throw error
+            }
         }
     }
 

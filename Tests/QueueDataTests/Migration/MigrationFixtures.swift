@@ -4,7 +4,8 @@ import Testing
 @testable import QueueData
 
 /// The stores version 1 of the migration model wrote, checked in: `Fixtures/Version1.json`
-/// and `Fixtures/Version1.journal`.
+/// and `Fixtures/Version1.journal`. They were written by QueueData as it was before migration
+/// existed (commit fac28c8: journal format 1.0, JSON format 1), with `writeVersion1Rows`.
 enum MigrationFixtures {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Fixtures", isDirectory: true)
@@ -25,8 +26,8 @@ enum MigrationFixtures {
 
 @Suite("Migration fixtures")
 struct MigrationFixtureWriter {
-    /// Rewrites the fixtures; run once, when the fixtures' model changes on purpose:
-    /// `QUEUEDATA_WRITE_FIXTURES=1 swift test --filter MigrationFixtureWriter`.
+    /// Rewrites the fixtures with the current version, when the fixtures' model changes on
+    /// purpose: `QUEUEDATA_WRITE_FIXTURES=1 swift test --filter MigrationFixtureWriter`.
     @Test(
         "write the version 1 fixture stores",
         .enabled(if: ProcessInfo.processInfo.environment["QUEUEDATA_WRITE_FIXTURES"] != nil))

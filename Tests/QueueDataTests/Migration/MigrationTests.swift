@@ -242,7 +242,7 @@ struct MigrationTests {
         #expect(try rowsByKey(inMemoryManager(store, old), "Thing") == [1: ["name": .string("a")]])
     }
 
-    @Test("removed attributes and entities are dropped")
+    @Test("removed attributes and entities are dropped; an entity added back never reuses its keys")
     func removed() throws {
         let old = try ManagedObjectModel(entities: [
             EntityDescription(
@@ -254,11 +254,135 @@ struct MigrationTests {
         ])
         let new = try thingModel([AttributeDescription(name: "name", type: .string)])
         let store = try store(old, [["name": .string("a"), "old": .date(Date(timeIntervalSince1970: 5))]])
-        #expect(try rowsByKey(inMemoryManager(store, new), "Thing") == [1: ["name": .string("a")]])
+        let writer = inMemoryManager(store, old)
+        let context = try writer.createContext()
+        try context.performAndWait {
+            context.insert(entityName: "Gone")
+            context.insert(entityName: "Gone")
+            try context.save()
+        }
+        writer.close()
+        let migrated = inMemoryManager(store, new)
+        #expect(try rowsByKey(migrated, "Thing") == [1: ["name": .string("a")]])
+        let later = try migrated.createContext()
+        try later.performAndWait {
+            later.insert(entityName: "Thing")
+            try later.save()
+        }
+        migrated.close()
         let contents = try #require(try store.inspect())
         #expect(contents.schema.map(\.name) == ["Thing"])
         #expect(contents.rows["Gone"] == nil)
-        #expect(contents.metadata.nextPrimaryKeys["Gone"] == nil)
+
+        // Added back: its rows are gone, but its first new key follows the old ones.
+        let back = inMemoryManager(
+            store,
+            try ManagedObjectModel(entities: [
+                EntityDescription(name: "Thing", attributes: [AttributeDescription(name: "name", type: .string)]),
+                EntityDescription(name: "Gone", attributes: [AttributeDescription(name: "x", type: .integer16)]),
+            ]))
+        let again = try back.createContext()
+        let key = try again.performAndWait {
+            let gone = again.insert(entityName: "Gone")
+            try again.save()
+            return gone.objectID.primaryKey
+        }
+        #expect(key == 3)
+        #expect(try rowsByKey(back, "Gone").count == 1)
+    }
+
+    @Test(
+        "renaming twice, keeping the first name: stores of every earlier version migrate",
+        arguments: ["json", "journal"])
+    func chainedRenames(fileExtension: String) throws {
+        let version1 = try thingModel([AttributeDescription(name: "plate", type: .string)], entityName: "Car")
+        let version2 = try thingModel(
+            [AttributeDescription(name: "registration", type: .string, originalName: "plate")],
+            entityName: "Automobile", originalName: "Car")
+        let version3 = try thingModel(
+            [AttributeDescription(name: "licence", type: .string, originalName: "plate")], entityName: "Vehicle",
+            originalName: "Car")
+        func open(_ directory: TemporaryDirectory, _ model: ManagedObjectModel) -> ContextManager {
+            fileExtension == "json" ? jsonManager(directory, model: model) : journalManager(directory, model: model)
+        }
+        func writeVersion1(_ directory: TemporaryDirectory) throws {
+            let manager = open(directory, version1)
+            let context = try manager.createContext()
+            try context.performAndWait {
+                context.insert(entityName: "Car").setValue(.string("QD-1"), forKey: "plate")
+                try context.save()
+            }
+            manager.close()
+        }
+        let expected: [Int64: [String: StoredValue]] = [1: ["licence": .string("QD-1")]]
+
+        let skipping = TemporaryDirectory("migrate-chain-skip-\(fileExtension)")
+        try writeVersion1(skipping)
+        #expect(try rowsByKey(open(skipping, version3), "Vehicle") == expected)
+
+        let stepping = TemporaryDirectory("migrate-chain-step-\(fileExtension)")
+        try writeVersion1(stepping)
+        let second = open(stepping, version2)
+        #expect(try rowsByKey(second, "Automobile") == [1: ["registration": .string("QD-1")]])
+        second.close()
+        // The version 2 store recorded the renaming identifiers, in the newer format version.
+        let recorded = try #require(try Self.inspect(fileExtension, stepping))
+        #expect(recorded.schema.first?.originalName == "Car")
+        #expect(recorded.schema.first?.attributes.first?.originalName == "plate")
+        let bytes = try stepping.bytes(of: "Store.\(fileExtension)")
+        if fileExtension == "journal" {
+            #expect(bytes[8] == 2, "a journal with renaming identifiers is not major version 2")
+        } else {
+            #expect(String(decoding: bytes, as: UTF8.self).contains(#""version": 2"#))
+        }
+        #expect(try rowsByKey(open(stepping, version3), "Vehicle") == expected)
+    }
+
+    @Test(
+        "stores without migration records keep the format version older readers read", arguments: ["json", "journal"])
+    func formatVersions(fileExtension: String) throws {
+        let directory = TemporaryDirectory("migrate-format-\(fileExtension)")
+        let original = try MigrationFixtures.install(fileExtension, in: directory)
+        let manager =
+            fileExtension == "json" ? jsonManager(directory, model: modelV1) : journalManager(directory, model: modelV1)
+        try manager.loadPersistentStore()
+        try manager.compactPersistentStore()
+        manager.close()
+        let rewritten = try directory.bytes(of: "Store.\(fileExtension)")
+        if fileExtension == "journal" {
+            #expect(Array(rewritten[8..<12]) == [1, 0, 0, 0], "major 1, minor 0")
+        } else {
+            #expect(rewritten == original, "a JSON store rewritten without migration records changed")
+        }
+    }
+
+    @Test(
+        "a seed store of another model is migrated into place, or refused without leaving anything",
+        arguments: ["json", "journal"])
+    func seedOfAnotherModel(fileExtension: String) throws {
+        let seeds = TemporaryDirectory("migrate-seed-source-\(fileExtension)")
+        let seedBytes = try MigrationFixtures.install(fileExtension, in: seeds)
+        let seed = seeds.file("Store.\(fileExtension)")
+        func open(_ directory: TemporaryDirectory, migrates: Bool) -> ContextManager {
+            fileExtension == "json"
+                ? jsonManager(directory, seed: seed, model: modelV2, migrates: migrates)
+                : journalManager(directory, seed: seed, model: modelV2, migrates: migrates)
+        }
+        let refusing = TemporaryDirectory("migrate-seed-refused-\(fileExtension)")
+        #expect {
+            try open(refusing, migrates: false).loadPersistentStore()
+        } throws: { error in
+            isStoreError(error, .incompatibleModel, mentioning: "shouldUseAutomaticLightweightMigration")
+        }
+        #expect(!refusing.contents.contains("Store.\(fileExtension)"), "a refused seed was left installed")
+
+        let migrating = TemporaryDirectory("migrate-seed-\(fileExtension)")
+        let manager = open(migrating, migrates: true)
+        #expect(try allRows(manager, modelV2) == expectedVersion2Rows)
+        manager.close()
+        #expect(migrating.contents == ["Store.\(fileExtension)", "Store.lock"], "a backup of a seed was kept")
+        #expect(try seeds.bytes(of: "Store.\(fileExtension)") == seedBytes, "the seed was modified")
+        #expect(try allRows(open(migrating, migrates: true), modelV2) == expectedVersion2Rows)
     }
 
     @Test("renamed attributes and entities keep their values and keys")
@@ -363,6 +487,12 @@ struct MigrationTests {
         Conversion(.double, .double(2.5), .string, .string("2.5")),
         Conversion(.float, .double(Double(Float(0.1))), .string, .string("0.1")),
         Conversion(.date, .date(Date(timeIntervalSince1970: 0.25)), .string, .string("1970-01-01T00:00:00.250Z")),
+        Conversion(
+            .date, .date(Date(timeIntervalSinceReferenceDate: 20.123456)), .string,
+            .string("2001-01-01T00:00:20.123456Z")),
+        Conversion(
+            .date, .date(Date(timeIntervalSinceReferenceDate: -0.000000001)), .string,
+            .string("2000-12-31T23:59:59.999999999Z")),
         Conversion(.binaryData, .data(Data([0, 255])), .string, .string("AP8=")),
         Conversion(
             .uuid, .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!), .string,
@@ -441,6 +571,7 @@ struct MigrationTests {
             isStoreError(
                 error, .incompatibleModel, mentioning: "attribute 'Place.name' changed type from string to integer64",
                 "entity 'Journey' was removed", "attribute 'Place.country' was removed")
+                && (error as? StoreError)?.url?.lastPathComponent == "Store.\(fileExtension)"
         }
         #expect(try directory.bytes(of: "Store.\(fileExtension)") == torn)
         #expect(directory.contents == ["Store.\(fileExtension)", "Store.lock"])
@@ -617,6 +748,7 @@ struct MigrationTests {
             try inMemoryManager(store, model, steps: [duplicated, duplicated]).loadPersistentStore()
         } throws: { error in
             isStoreError(error, .incompatibleModel, mentioning: "two migration steps are named 'misfit'")
+                && !"\(error)".contains("different model")
         }
         #expect(try store.inspect()?.metadata.appliedMigrationSteps == [])
         #expect(try rowsByKey(inMemoryManager(store, model), "Thing") == [1: ["value": .integer(1)]])
@@ -667,6 +799,17 @@ struct MigrationTests {
         #expect(after.rowCount == 5)
         manager.close()
         #expect(try !manager.migrationPlan().isMigrationNeeded)
+    }
+
+    @Test("the dry run of a journal with a torn tail reads the valid prefix and repairs nothing")
+    func dryRunTorn() throws {
+        let directory = TemporaryDirectory("migrate-plan-torn")
+        let torn = try MigrationFixtures.install("journal", in: directory) + [7, 7, 7]
+        try directory.write(torn, to: "Store.journal")
+        let plan = try journalManager(directory, model: modelV2).migrationPlan()
+        #expect(plan.rowCount == 6 && plan.canMigrate)
+        #expect(try directory.bytes(of: "Store.journal") == torn)
+        #expect(directory.contents == ["Store.journal"])
     }
 
     @Test("the dry run of a missing store, and of a store that cannot be migrated")

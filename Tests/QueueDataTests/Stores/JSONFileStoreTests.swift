@@ -152,7 +152,7 @@ struct JSONFileStoreTests {
         let text: String
         switch content {
         case "TRUNCATE": text = String(valid.prefix(valid.count / 2))
-        case "FUTURE": text = valid.replacingOccurrences(of: #""version": 1"#, with: #""version": 2"#)
+        case "FUTURE": text = valid.replacingOccurrences(of: #""version": 1"#, with: #""version": 3"#)
         case "WRONGTYPE": text = valid.replacingOccurrences(of: #""rating": 0"#, with: #""rating": "zero""#)
         default: text = content
         }

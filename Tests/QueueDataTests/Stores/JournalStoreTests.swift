@@ -120,7 +120,7 @@ struct JournalStoreTests {
         let directory = TemporaryDirectory("journal-foreign")
         let valid = try makeJournal(directory)
         var newer = valid
-        newer[8] = 2  // major version 2
+        newer[8] = 3  // major version 3
         var damaged = valid
         damaged[20] ^= 0xFF  // inside the store identifier: only the header checksum notices
         let cases: [(String, [UInt8], StoreError.Code)] = [

@@ -128,10 +128,12 @@ enum JSONDocumentReader {
         try scanner.forEachElement { scanner in
             let start = scanner.position
             var name: String?
+            var originalName: String?
             var attributes: [AttributeDescription] = []
             try scanner.forEachMember { scanner, key in
                 switch key {
                 case "name": name = try scanner.string()
+                case "originalName": originalName = try scanner.string()
                 case "attributes":
                     try scanner.forEachElement { scanner in
                         attributes.append(try readAttribute(&scanner))
@@ -141,7 +143,7 @@ enum JSONDocumentReader {
             }
             guard let name else { throw scanner.failure("an entity has no name", at: start) }
             do {
-                entities.append(try EntityDescription(name: name, attributes: attributes))
+                entities.append(try EntityDescription(name: name, attributes: attributes, originalName: originalName))
             } catch {
                 throw scanner.failure("invalid entity '\(name)': \(error)", at: start)
             }
@@ -156,6 +158,7 @@ enum JSONDocumentReader {
         var isOptional = false
         var defaultRange: Range<Int>?
         var valueTypeName: String?
+        var originalName: String?
         try scanner.forEachMember { scanner, key in
             switch key {
             case "name": name = try scanner.string()
@@ -169,6 +172,7 @@ enum JSONDocumentReader {
             case "optional": isOptional = try scanner.bool()
             case "default": defaultRange = try scanner.skipValue()
             case "valueType": valueTypeName = try scanner.string()
+            case "originalName": originalName = try scanner.string()
             default: throw scanner.failure("unknown attribute member '\(key)'")
             }
         }
@@ -180,7 +184,8 @@ enum JSONDocumentReader {
             defaultValue = try readValue(&valueScanner, type: type, isOptional: isOptional, name: name)
         }
         return AttributeDescription(
-            name: name, type: type, isOptional: isOptional, defaultValue: defaultValue, valueTypeName: valueTypeName)
+            name: name, type: type, isOptional: isOptional, defaultValue: defaultValue, valueTypeName: valueTypeName,
+            originalName: originalName)
     }
 
     private static func readRows(_ scanner: inout JSONScanner, schema: [EntityDescription]) throws -> [String:

@@ -4,7 +4,10 @@ import Foundation
 /// the file are meaningful. See the "JSON Store Format" article.
 struct JSONDocumentWriter {
     static let formatName = "QueueData.JSONFileStore"
-    static let formatVersion = 1
+    /// The newest version this version reads and writes. Version 2 added the migration records
+    /// (`appliedMigrationSteps`, `originalName`); a document without any is written as
+    /// version 1, byte for byte what version 1 wrote.
+    static let formatVersion = 2
 
     private(set) var bytes: [UInt8] = []
 
@@ -21,7 +24,7 @@ struct JSONDocumentWriter {
         writer.raw("{\n  \"format\": ")
         writer.string(formatName)
         writer.raw(",\n  \"version\": ")
-        writer.integer(Int64(formatVersion))
+        writer.integer(metadata.recordsMigration(with: schema) ? 2 : 1)
         writer.raw(",\n  \"metadata\": {\n    \"storeIdentifier\": ")
         writer.string(metadata.storeIdentifier.uuidString)
         writer.raw(",\n    \"versionHash\": ")
@@ -46,6 +49,10 @@ struct JSONDocumentWriter {
         for (entityIndex, entity) in schema.enumerated() {
             writer.raw(entityIndex == 0 ? "\n    {\"name\": " : ",\n    {\"name\": ")
             writer.string(entity.name)
+            if let originalName = entity.originalName {
+                writer.raw(", \"originalName\": ")
+                writer.string(originalName)
+            }
             writer.raw(", \"attributes\": [")
             for (attributeIndex, attribute) in entity.attributes.enumerated() {
                 writer.raw(attributeIndex == 0 ? "\n      {\"name\": " : ",\n      {\"name\": ")
@@ -59,6 +66,10 @@ struct JSONDocumentWriter {
                 if let valueTypeName = attribute.valueTypeName {
                     writer.raw(", \"valueType\": ")
                     writer.string(valueTypeName)
+                }
+                if let originalName = attribute.originalName {
+                    writer.raw(", \"originalName\": ")
+                    writer.string(originalName)
                 }
                 writer.raw("}")
             }

@@ -23,6 +23,9 @@ public final class JSONFileStore: PersistentStore {
     /// The document.
     public var url: URL { files.url }
 
+    /// The document (``url``), for the coordinator's error messages.
+    public var storeURL: URL? { files.url }
+
     /// The file extension: `json`.
     public static let fileExtension = "json"
 
@@ -31,6 +34,10 @@ public final class JSONFileStore: PersistentStore {
     private var fileSystem: any FileSystem { files.fileSystem }
     private var lockDescriptor: Int32?
     private var failure: StoreError?
+    /// Whether the store holds another model's rows: commits are refused until it is migrated.
+    private var awaitsMigration = false
+    /// Whether the store does not exist yet and was opened from a seed of another model.
+    private var seedAwaitingMigration = false
 
     /// A JSON store at `<directory>/<name>.json`.
     ///
@@ -71,10 +78,24 @@ public final class JSONFileStore: PersistentStore {
         let lock = try files.acquireLock()
         do {
             try files.removeStaleTemporaryFiles()
+            seedAwaitingMigration = false
             var installedSeed = false
             if !files.exists {
-                installedSeed = try files.installSeed(seedStoreURL)
-                if !installedSeed {
+                if let seedStoreURL {
+                    let bytes = try files.seedBytes(seedStoreURL)
+                    let seed = try decode(bytes)
+                    if seed.metadata.versionHash != model.versionHash {
+                        // A seed of another model is not copied in: migrating writes the result
+                        // as the store, refusing leaves nothing behind.
+                        seedAwaitingMigration = true
+                        awaitsMigration = true
+                        lockDescriptor = lock
+                        failure = nil
+                        return seed
+                    }
+                    try files.installSeed(bytes, from: seedStoreURL)
+                    installedSeed = true
+                } else {
                     let empty = StoreContents.empty(for: model)
                     try write(
                         metadata: empty.metadata, schema: model.entities, rowCount: { _ in 0 }, forEachRow: { _, _ in })
@@ -100,7 +121,8 @@ public final class JSONFileStore: PersistentStore {
 
     private func load(for model: ManagedObjectModel) throws -> StoreContents {
         let contents = try decode(path: files.path)
-        if contents.metadata.versionHash == model.versionHash {
+        awaitsMigration = contents.metadata.versionHash != model.versionHash
+        if !awaitsMigration {
             // The originals earlier migrations kept have served their purpose; failing to
             // remove one is not worth failing the open.
             try? files.removeMigrationBackups()
@@ -116,6 +138,11 @@ public final class JSONFileStore: PersistentStore {
         } catch {
             throw files.ioError(error, "read the JSON store \(path)")
         }
+        return try decode(bytes)
+    }
+
+    /// The contents of a JSON store document.
+    private func decode(_ bytes: [UInt8]) throws -> StoreContents {
         let document: JSONDocumentReader.Document
         do {
             document = try Self.read(bytes)
@@ -171,7 +198,13 @@ public final class JSONFileStore: PersistentStore {
             metadata: state.metadata, schema: state.entities, rowCount: state.rowCount(ofEntityAt:),
             forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
         do {
-            try files.replaceKeepingOriginal(with: document, backupSuffix: suffix)
+            if seedAwaitingMigration {
+                try files.install(document)
+                seedAwaitingMigration = false
+            } else {
+                try files.replaceKeepingOriginal(with: document, backupSuffix: suffix)
+            }
+            awaitsMigration = false
         } catch {
             let error = files.ioError(error, "replace the JSON store with its migrated contents")
             failure = error
@@ -194,6 +227,9 @@ public final class JSONFileStore: PersistentStore {
     public func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
         guard lockDescriptor != nil else {
             throw StoreError(.closed, "The JSON store is closed.", url: url)
+        }
+        guard !awaitsMigration else {
+            throw StoreError(.closed, "The JSON store holds another model's rows; migrate it first.", url: url)
         }
         if let failure {
             throw StoreError(

@@ -6,9 +6,11 @@ import Foundation
 enum JournalFormat {
     /// `\x89QDJ\r\n\x1A\n`: a high-bit byte and line endings catch text-mode mangling.
     static let magic: [UInt8] = [0x89, 0x51, 0x44, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
-    static let majorVersion: UInt16 = 1
-    /// 1.1 added the applied migration steps at the end of snapshots (1.0 files read as none).
-    static let minorVersion: UInt16 = 1
+    /// The newest major version this version reads and writes. Version 2 added the migration
+    /// section at the end of snapshots (applied steps, renaming identifiers); a file whose
+    /// snapshot has none is written as version 1, byte for byte what version 1 wrote.
+    static let majorVersion: UInt16 = 2
+    static let minorVersion: UInt16 = 0
     static let headerSize = 64
     static let recordHeaderSize = 24
     /// The largest payload a record may declare: larger lengths are corruption, never an
@@ -17,7 +19,7 @@ enum JournalFormat {
 
     /// The file header.
     struct Header: Equatable {
-        var majorVersion: UInt16 = JournalFormat.majorVersion
+        var majorVersion: UInt16 = 1
         var minorVersion: UInt16 = JournalFormat.minorVersion
         var storeIdentifier: UUID
         /// Random per file: records carry its low 32 bits, so bytes of an older file never pass

@@ -54,15 +54,48 @@ enum JournalPayload {
                 }
             }
         }
-        // Format 1.1: the applied migration steps, only when there are some, so that a
-        // snapshot without them stays byte for byte a 1.0 snapshot.
-        if !metadata.appliedMigrationSteps.isEmpty {
+        // Format 2: the migration section, only when there is something to record, so that
+        // other snapshots stay byte for byte format 1 (see `hasMigrationSection`).
+        if hasMigrationSection(metadata: metadata, schema: schema) {
             writer.writeVarint(UInt64(metadata.appliedMigrationSteps.count))
             for step in metadata.appliedMigrationSteps {
                 writer.writeString(step)
             }
+            let renamings = originalNames(of: schema)
+            writer.writeVarint(UInt64(renamings.count))
+            for renaming in renamings {
+                writer.writeVarint(UInt64(renaming.entityIndex))
+                writer.writeVarint(UInt64(renaming.attributeIndex.map { $0 + 1 } ?? 0))
+                writer.writeString(renaming.originalName)
+            }
         }
         return writer.bytes
+    }
+
+    /// Whether a snapshot has a migration section: it then needs format 2 (a file with one has
+    /// major version 2, so that readers of format 1 refuse it as newer instead of calling it
+    /// damaged).
+    static func hasMigrationSection(metadata: StoreMetadata, schema: [EntityDescription]) -> Bool {
+        metadata.recordsMigration(with: schema)
+    }
+
+    /// The renaming identifiers of a schema: entity (with `attributeIndex` nil) and attribute
+    /// original names, in schema order.
+    private static func originalNames(
+        of schema: [EntityDescription]
+    ) -> [(entityIndex: Int, attributeIndex: Int?, originalName: String)] {
+        var renamings: [(entityIndex: Int, attributeIndex: Int?, originalName: String)] = []
+        for (entityIndex, entity) in schema.enumerated() {
+            if let original = entity.originalName {
+                renamings.append((entityIndex, nil, original))
+            }
+            for (attributeIndex, attribute) in entity.attributes.enumerated() {
+                if let original = attribute.originalName {
+                    renamings.append((entityIndex, attributeIndex, original))
+                }
+            }
+        }
+        return renamings
     }
 
     static func decodeSnapshot(_ reader: inout BinaryReader) throws -> Snapshot {
@@ -118,10 +151,13 @@ enum JournalPayload {
             rows.append(entityRows)
         }
         var steps: [String] = []
-        if !reader.isAtEnd {  // Format 1.1 and later.
+        if !reader.isAtEnd {  // Format 2: the migration section.
             let stepCount = try reader.readCount(minimumElementSize: 1, "migration step")
             for _ in 0..<stepCount {
                 steps.append(try reader.readString())
+            }
+            if !reader.isAtEnd {
+                schema = try readOriginalNames(&reader, into: schema)
             }
         }
         guard reader.isAtEnd else {
@@ -132,6 +168,39 @@ enum JournalPayload {
                 storeIdentifier: identifier, versionHash: versionHash, nextPrimaryKeys: nextPrimaryKeys,
                 appliedMigrationSteps: steps),
             schema: schema, rows: rows)
+    }
+
+    /// Reads the renaming identifiers of the migration section and returns `schema` with them.
+    private static func readOriginalNames(
+        _ reader: inout BinaryReader,
+        into schema: [EntityDescription]
+    ) throws -> [EntityDescription] {
+        let count = try reader.readCount(minimumElementSize: 3, "renaming identifier")
+        var entityNames: [Int: String] = [:]
+        var attributeNames: [Int: [Int: String]] = [:]
+        for _ in 0..<count {
+            let entityIndex = try reader.readVarint()
+            let attributeNumber = try reader.readVarint()
+            let original = try reader.readString()
+            guard entityIndex < UInt64(schema.count) else {
+                throw reader.error("a renaming identifier names entity \(entityIndex) of \(schema.count)")
+            }
+            let entity = schema[Int(entityIndex)]
+            if attributeNumber == 0 {
+                entityNames[Int(entityIndex)] = original
+            } else {
+                guard attributeNumber <= UInt64(entity.attributes.count) else {
+                    throw reader.error(
+                        "a renaming identifier names attribute \(attributeNumber - 1) of '\(entity.name)'")
+                }
+                attributeNames[Int(entityIndex), default: [:]][Int(attributeNumber - 1)] = original
+            }
+        }
+        return try schema.enumerated().map { index, entity in
+            guard entityNames[index] != nil || attributeNames[index] != nil else { return entity }
+            return try entity.renamed(
+                originalName: entityNames[index], attributeOriginalNames: attributeNames[index] ?? [:])
+        }
     }
 
     private static func readValues(_ reader: inout BinaryReader, count: Int) throws -> [StoredValue] {

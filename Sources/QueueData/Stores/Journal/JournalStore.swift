@@ -30,6 +30,9 @@ public final class JournalStore: PersistentStore {
     /// The journal file.
     public var url: URL { files.url }
 
+    /// The journal (``url``), for the coordinator's error messages.
+    public var storeURL: URL? { files.url }
+
     /// The error of the last automatic compaction, if it failed. The saves themselves were
     /// durable; the journal keeps growing until a compaction succeeds.
     public private(set) var lastCompactionError: StoreError?
@@ -48,6 +51,8 @@ public final class JournalStore: PersistentStore {
     private var failure: StoreError?
     /// The torn bytes of a journal opened with another model, set aside when it is migrated.
     private var tornTail: (offset: Int, bytes: [UInt8])?
+    /// Whether the store does not exist yet and was opened from a seed of another model.
+    private var seedAwaitingMigration = false
     // What the compaction estimate needs.
     private var snapshotBytes = 0
     private var snapshotRows = 0
@@ -109,10 +114,21 @@ public final class JournalStore: PersistentStore {
 
     private func openLocked(for model: ManagedObjectModel) throws -> StoreContents {
         try files.removeStaleTemporaryFiles()
+        seedAwaitingMigration = false
         var installedSeed = false
         if !files.exists {
-            installedSeed = try files.installSeed(seedStoreURL)
-            if !installedSeed {
+            if let seedStoreURL {
+                let bytes = try files.seedBytes(seedStoreURL)
+                let parsed = try bytes.withUnsafeBytes { try parse($0) }
+                guard parsed.snapshot.metadata.versionHash == model.versionHash else {
+                    // A seed of another model is not copied in: migrating writes the result as
+                    // the store, refusing leaves nothing behind.
+                    seedAwaitingMigration = true
+                    return try adopt(parsed, bytes, model: model)
+                }
+                try files.installSeed(bytes, from: seedStoreURL)
+                installedSeed = true
+            } else {
                 try create(for: model)
             }
         }
@@ -129,13 +145,9 @@ public final class JournalStore: PersistentStore {
     /// Writes a new journal: a header and an empty snapshot, atomically.
     private func create(for model: ManagedObjectModel) throws {
         let metadata = StoreMetadata(storeIdentifier: UUID(), versionHash: model.versionHash)
-        let header = JournalFormat.Header(
-            storeIdentifier: metadata.storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: 1)
-        let payload = JournalPayload.encodeSnapshot(
-            metadata: metadata, schema: model.entities, rowCount: { _ in 0 }, forEachRow: { _, _ in })
-        let bytes =
-            header.encoded()
-            + JournalFormat.encodeRecord(type: .snapshot, sequence: 1, epoch: header.epoch, payload: payload)
+        let bytes = Self.snapshotFile(
+            metadata: metadata, schema: model.entities, sequence: 1, rowCount: { _ in 0 }, forEachRow: { _, _ in }
+        ).bytes
         do {
             try bytes.withUnsafeBytes {
                 try fileSystem.replaceAtomically(files.path, directory: files.directory, with: $0)
@@ -152,7 +164,12 @@ public final class JournalStore: PersistentStore {
         } catch {
             throw files.ioError(error, "read the journal")
         }
-        let parsed = try bytes.withUnsafeBytes { try parse($0) }
+        return try adopt(try bytes.withUnsafeBytes { try parse($0) }, bytes, model: model)
+    }
+
+    /// Takes over the parsed journal `bytes`: with the current model, repairs a torn tail and
+    /// opens the file for appending; with another, only remembers what a migration needs.
+    private func adopt(_ parsed: Parsed, _ bytes: [UInt8], model: ManagedObjectModel) throws -> StoreContents {
         header = parsed.header
         nextSequence = parsed.nextSequence
         failure = nil
@@ -178,7 +195,7 @@ public final class JournalStore: PersistentStore {
         } else {
             // Written with another model: the coordinator migrates it (replacing the whole
             // file, torn tail set aside then) or refuses it. Nothing is written until then.
-            tornTail = parsed.tornOffset.map { ($0, Array(bytes[$0...])) }
+            tornTail = seedAwaitingMigration ? nil : parsed.tornOffset.map { ($0, Array(bytes[$0...])) }
         }
         return contents(of: parsed.snapshot)
     }
@@ -462,16 +479,33 @@ public final class JournalStore: PersistentStore {
         of state: StoreState,
         storeIdentifier: UUID
     ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
-        let newHeader = JournalFormat.Header(
-            storeIdentifier: storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: nextSequence)
-        let payload = JournalPayload.encodeSnapshot(
-            metadata: state.metadata, schema: state.entities, rowCount: state.rowCount(ofEntityAt:),
+        var metadata = state.metadata
+        metadata.storeIdentifier = storeIdentifier
+        return Self.snapshotFile(
+            metadata: metadata, schema: state.entities, sequence: nextSequence, rowCount: state.rowCount(ofEntityAt:),
             forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
+    }
+
+    /// A journal file of one snapshot record with `sequence`, in a header with a new epoch:
+    /// major version 2 if the snapshot has a migration section, otherwise 1.
+    private static func snapshotFile(
+        metadata: StoreMetadata,
+        schema: [EntityDescription],
+        sequence: UInt64,
+        rowCount: (Int) -> Int,
+        forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
+    ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
+        var header = JournalFormat.Header(
+            storeIdentifier: metadata.storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: sequence)
+        if JournalPayload.hasMigrationSection(metadata: metadata, schema: schema) {
+            header.majorVersion = 2
+        }
+        let payload = JournalPayload.encodeSnapshot(
+            metadata: metadata, schema: schema, rowCount: rowCount, forEachRow: forEachRow)
         let bytes =
-            newHeader.encoded()
-            + JournalFormat.encodeRecord(
-                type: .snapshot, sequence: nextSequence, epoch: newHeader.epoch, payload: payload)
-        return (newHeader, bytes, payload.count)
+            header.encoded()
+            + JournalFormat.encodeRecord(type: .snapshot, sequence: sequence, epoch: header.epoch, payload: payload)
+        return (header, bytes, payload.count)
     }
 
     /// Records that the journal is now a file of one snapshot record of `state`.
@@ -516,7 +550,12 @@ public final class JournalStore: PersistentStore {
         }
         let (newHeader, bytes, payloadSize) = snapshotFile(of: state, storeIdentifier: state.metadata.storeIdentifier)
         do {
-            try files.replaceKeepingOriginal(with: bytes, backupSuffix: suffix)
+            if seedAwaitingMigration {
+                try files.install(bytes)
+                seedAwaitingMigration = false
+            } else {
+                try files.replaceKeepingOriginal(with: bytes, backupSuffix: suffix)
+            }
             let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
             if let descriptor {
                 fileSystem.close(descriptor)
@@ -545,5 +584,6 @@ public final class JournalStore: PersistentStore {
         header = nil
         mapping = nil
         tornTail = nil
+        seedAwaitingMigration = false
     }
 }
