@@ -6,7 +6,8 @@
 /// run in order, after the inferred changes, and their names are recorded in the store's
 /// ``StoreMetadata/appliedMigrationSteps`` in the same atomic replacement: each runs once per
 /// store. A new store runs every step too, over no rows, so a step that inserts reference
-/// rows inserts them everywhere.
+/// rows inserts them everywhere. Steps need a store that supports migration (every built-in
+/// store does; a custom one implements ``PersistentStore/replaceContents(with:keepingOriginalAs:)``).
 ///
 /// ```swift
 /// var migrationSteps: [MigrationStep] {
