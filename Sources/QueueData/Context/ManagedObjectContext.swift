@@ -43,10 +43,13 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var mergesAutomaticallyValue = true
     var mergePolicyValue: MergePolicy = .error
 
+    /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
+    ///   for the private contexts of asynchronous fetches, which only read committed rows).
     init(
         queue: DispatchQueue,
         name: String?,
         coordinator: StoreCoordinator,
+        observesSaves: Bool = true,
         onDeinit: @escaping @Sendable () -> Void
     ) {
         let name = name ?? (queue.label.isEmpty ? "unnamed" : queue.label)
@@ -58,7 +61,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
         self.confinement = QueueConfinement(queue: queue, contextName: name)
         self.registry = Array(repeating: [:], count: coordinator.model.entities.count)
         confinement.context = self
-        startObservingSaves()
+        if observesSaves {
+            startObservingSaves()
+        }
     }
 
     deinit {

@@ -1,0 +1,119 @@
+import Dispatch
+
+extension ManagedObjectContext {
+    /// Fetches without blocking the context's queue: the predicate, sort and paging run on a
+    /// private queue over the committed rows; then the matching objects are registered in the
+    /// context and `completion` runs **on the context's queue** with them (or with the error).
+    ///
+    /// ```swift
+    /// context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating > 3 })) { result in
+    ///     // On the context's queue.
+    ///     let destinations = (try? result.get()) ?? []
+    /// }
+    /// ```
+    ///
+    /// Callable from any thread. The match sees committed rows only, like a fetch with
+    /// ``FetchRequest/includesPendingChanges`` `false`; the objects delivered are the context's
+    /// own instances (with their unsaved changes), minus any it has deleted meanwhile. The
+    /// request is not modified. `completion` always runs exactly once, unless the context's
+    /// manager is closed first.
+    public func fetch<Result>(
+        _ request: FetchRequest<Result>,
+        completion: sending @escaping (Swift.Result<[Result], any Error>) -> Void
+    ) {
+        checkUsable()
+        let delivery = UncheckedSendableBox(completion)
+        matchCommittedObjectIDs(request) { [weak self] matched in
+            guard let self else { return }
+            self.queue.async {
+                guard self.confinement.isValid else { return }
+                self.confinement.withMarkedBlock {
+                    delivery.value(matched.flatMap { ids in Swift.Result { try self.registeredObjects(ids, as: Result.self) } })
+                }
+            }
+        }
+    }
+
+    /// Fetches without blocking the context's queue, then runs `body` on the context's queue
+    /// with the matching objects, and returns its result: the `async` form of
+    /// ``fetch(_:completion:)``.
+    ///
+    /// ```swift
+    /// let names = try await context.fetch(FetchRequest<Destination>()) { destinations in
+    ///     destinations.map(\.name)
+    /// }
+    /// ```
+    ///
+    /// - Throws: What the fetch or `body` throws.
+    public func fetch<Result, Value: Sendable>(
+        _ request: FetchRequest<Result>,
+        then body: sending @escaping ([Result]) throws -> Value
+    ) async throws -> Value {
+        let ids = try await fetchObjectIDs(request)
+        let work = UncheckedSendableBox(body)
+        return try await perform { () throws -> Value in
+            try work.value(try self.registeredObjects(ids, as: Result.self))
+        }
+    }
+
+    /// The IDs of the committed objects matching `request`, found on a private queue: the
+    /// context's queue is not used at all.
+    ///
+    /// - Throws: An error of the predicate; ``StoreError`` if the store was closed.
+    public func fetchObjectIDs<Result>(_ request: FetchRequest<Result>) async throws -> [ObjectID] {
+        checkUsable()
+        return try await withCheckedThrowingContinuation { continuation in
+            matchCommittedObjectIDs(request) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Matches `request` against the committed rows on a private queue, through a private
+    /// context that shares the coordinator and merges nothing.
+    private func matchCommittedObjectIDs<Result>(
+        _ request: FetchRequest<Result>,
+        _ completion: @escaping @Sendable (Swift.Result<[ObjectID], any Error>) -> Void
+    ) {
+        var copy = request
+        copy.includesPendingChanges = false
+        let committed = copy
+        let coordinator = self.coordinator
+        let workerName = "\(name) (asynchronous fetch)"
+        let workerQueue = DispatchQueue(label: "QueueData.AsyncFetch")
+        workerQueue.async {
+            let worker = ManagedObjectContext(
+                queue: workerQueue, name: workerName, coordinator: coordinator, observesSaves: false, onDeinit: {})
+            completion(Swift.Result { try worker.performAndWait { try worker.fetchObjectIDs(committed) } })
+        }
+    }
+
+    /// The context's objects for `ids`, in order, registering those it does not hold yet with
+    /// one trip to the coordinator; IDs whose rows are gone, and objects deleted in this
+    /// context, are left out.
+    func registeredObjects<Result: ManagedObject>(_ ids: [ObjectID], as type: Result.Type) throws -> [Result] {
+        var missing: [Int: [Int64]] = [:]
+        for id in ids {
+            guard let entityIndex = entityIndex(of: id) else { continue }
+            if registry[entityIndex][id.rawValue] == nil {
+                missing[entityIndex, default: []].append(id.rawValue)
+            }
+        }
+        if !missing.isEmpty {
+            let rows = try coordinator.queue.sync {
+                try missing.map { entityIndex, keys in
+                    (entityIndex, try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: keys))
+                }
+            }
+            for (entityIndex, entityRows) in rows {
+                for case let row? in entityRows where registry[entityIndex][row.primaryKey] == nil {
+                    register(makeObject(entityIndex: entityIndex, row: row))
+                }
+            }
+        }
+        return ids.compactMap { id in
+            guard let entityIndex = entityIndex(of: id), let object = registry[entityIndex][id.rawValue],
+                !object._state.contains(.deleted)
+            else { return nil }
+            return object as? Result
+        }
+    }
+}

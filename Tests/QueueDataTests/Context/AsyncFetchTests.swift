@@ -1,0 +1,99 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import QueueData
+
+@Suite("Asynchronous fetch")
+struct AsyncFetchTests {
+    @Test("results are matched off the queue, then registered and delivered on the context's queue")
+    func deliversOnQueue() async throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "async-fetch")
+        try seedDestinations(context, (0..<50).map { "D\($0)" })
+        let request = FetchRequest<Destination>(
+            predicate: #Predicate { $0.rating % 2 == 0 }, sortBy: [SortDescriptor(\.rating, order: .reverse)],
+            fetchLimit: 5, fetchOffset: 1)
+        let delivered: [String] = try await withCheckedThrowingContinuation { continuation in
+            context.fetch(request) { result in
+                dispatchPrecondition(condition: .onQueue(context.queue))
+                continuation.resume(
+                    with: result.map { objects in
+                        // The delivered objects are the context's registered instances.
+                        let again = try! context.fetch(request)
+                        precondition(zip(objects, again).allSatisfy { $0 === $1 })
+                        return objects.map(\.name)
+                    })
+            }
+        }
+        #expect(delivered == ["D46", "D44", "D42", "D40", "D38"])
+        #expect(request.fetchLimit == 5 && request.fetchOffset == 1 && !request.sortDescriptors.isEmpty)
+    }
+
+    @Test("the async forms: objects handed to a block on the queue, or IDs without using the queue")
+    func asyncForms() async throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "async-forms")
+        try seedDestinations(context, ["A", "B", "C"])
+        let names = try await context.fetch(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)])) { objects in
+            dispatchPrecondition(condition: .onQueue(context.queue))
+            return objects.map(\.name)
+        }
+        #expect(names == ["A", "B", "C"])
+        let ids = try await context.fetchObjectIDs(FetchRequest<Destination>(predicate: #Predicate { $0.name != "B" }))
+        #expect(ids.count == 2)
+    }
+
+    @Test("committed rows are matched: pending inserts are not delivered, objects deleted meanwhile are left out")
+    func committedOnly() async throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "async-pending")
+        try seedDestinations(context, ["A", "B"])
+        try context.performAndWait {
+            context.insert(Destination.self).name = "pending"
+            context.delete(try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.name == "B" }))[0])
+        }
+        let names = try await context.fetch(FetchRequest<Destination>()) { $0.map(\.name) }
+        #expect(names == ["A"])
+    }
+
+    @Test("an error of the predicate is delivered, on the context's queue")
+    func deliversErrors() async throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "async-error")
+        try seedDestinations(context, ["never visited"])
+        let past = Date.distantPast
+        let request = FetchRequest<Destination>(predicate: #Predicate { $0.visited! > past })
+        let failure: (any Error)? = await withCheckedContinuation { continuation in
+            context.fetch(request) { result in
+                dispatchPrecondition(condition: .onQueue(context.queue))
+                if case .failure(let error) = result {
+                    continuation.resume(returning: error)
+                } else {
+                    continuation.resume(returning: nil)
+                }
+            }
+        }
+        #expect(failure != nil)
+        await #expect(throws: (any Error).self) { try await context.fetch(request) { $0.count } }
+    }
+
+    @Test("many asynchronous fetches interleaved with saves each deliver a consistent result")
+    func concurrentWithSaves() async throws {
+        let manager = makeManager()
+        let writer = try makeContext(manager, "async-writer")
+        let reader = try makeContext(manager, "async-reader")
+        try seedDestinations(writer, ["seed"])
+        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for round in 0..<50 {
+                group.addTask {
+                    try await writer.performChanges { writer.insert(Destination.self).name = "R\(round)" }
+                    return try await reader.fetch(FetchRequest<Destination>()) { $0.count }
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(counts.allSatisfy { (2...51).contains($0) })
+        #expect(try await reader.fetch(FetchRequest<Destination>()) { $0.count } == 51)
+    }
+}
