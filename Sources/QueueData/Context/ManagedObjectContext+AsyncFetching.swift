@@ -28,7 +28,8 @@ extension ManagedObjectContext {
             self.queue.async {
                 guard self.confinement.isValid else { return }
                 self.confinement.withMarkedBlock {
-                    delivery.value(matched.flatMap { ids in Swift.Result { try self.registeredObjects(ids, as: Result.self) } })
+                    delivery.value(
+                        matched.flatMap { ids in Swift.Result { try self.registeredObjects(ids, as: Result.self) } })
                 }
             }
         }

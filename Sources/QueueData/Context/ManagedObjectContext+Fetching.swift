@@ -64,7 +64,7 @@ extension ManagedObjectContext {
     // MARK: Evaluation
 
     /// A match found by the scan: a registered object, or a committed row not yet registered.
-    private enum Candidate {
+    enum Candidate {
         case object(ManagedObject)
         case row(entityIndex: Int, row: CommittedRow)
     }
@@ -115,7 +115,7 @@ extension ManagedObjectContext {
         return Array(objects[pageRange(count: objects.count, request)])
     }
 
-    private func object(for candidate: Candidate) -> ManagedObject {
+    func object(for candidate: Candidate) -> ManagedObject {
         switch candidate {
         case .object(let object): return object
         case .row(let entityIndex, let row): return makeObject(entityIndex: entityIndex, row: row)
@@ -123,7 +123,7 @@ extension ManagedObjectContext {
     }
 
     /// Calls `body` with each match in insertion order until it returns `false`.
-    private func forEachCandidate<Result>(
+    func forEachCandidate<Result>(
         _ request: FetchRequest<Result>,
         _ body: (Candidate) throws -> Bool
     ) throws {
@@ -226,7 +226,7 @@ extension ManagedObjectContext {
         return indexes
     }
 
-    private func pageRange<Result>(count: Int, _ request: FetchRequest<Result>) -> Range<Int> {
+    func pageRange<Result>(count: Int, _ request: FetchRequest<Result>) -> Range<Int> {
         let start = Swift.min(Swift.max(request.fetchOffset, 0), count)
         let end = request.fetchLimit > 0 ? start + Swift.min(request.fetchLimit, count - start) : count
         return start..<end

@@ -61,32 +61,36 @@ enum SortKey {
     }
 }
 
-extension Array {
-    /// Sorts by `descriptors` with the results of `sort(using:)`, stable (ties keep their
-    /// order), extracting each object's keys once when every key allows it.
-    mutating func sortByExtractedKeys(using descriptors: [SortDescriptor<Element>]) {
-        guard !descriptors.isEmpty, count > 1 else { return }
+extension SortKey {
+    /// The order of `count` elements by `descriptors`, as positions, stable (ties keep their
+    /// order), with each element's keys extracted once; `nil` when a descriptor or a value
+    /// does not allow extraction (then sort with `SortDescriptor.compare`).
+    ///
+    /// `element(i)` may return the same (reloaded) instance for every `i`: keys are read
+    /// before the next call.
+    static func order<Element>(
+        count: Int,
+        by descriptors: [SortDescriptor<Element>],
+        element: (Int) throws -> Element
+    ) rethrows -> [Int]? {
         var keyPaths: [PartialKeyPath<Element>] = []
         for descriptor in descriptors {
-            guard descriptor.stringComparator == nil, let keyPath = descriptor.keyPath else {
-                return sortStably(using: descriptors)
-            }
+            guard descriptor.stringComparator == nil, let keyPath = descriptor.keyPath else { return nil }
             keyPaths.append(keyPath)
         }
         // One flat array: the keys of element `i` are at `i * columns ..< (i + 1) * columns`.
         let columns = keyPaths.count
         var keys: [SortKey] = []
         keys.reserveCapacity(count * columns)
-        for element in self {
+        for index in 0..<count {
+            let value = try element(index)
             for keyPath in keyPaths {
-                guard let key = SortKey(element[keyPath: keyPath]) else {
-                    return sortStably(using: descriptors)
-                }
+                guard let key = SortKey(value[keyPath: keyPath]) else { return nil }
                 keys.append(key)
             }
         }
         let reversed = descriptors.map { $0.order == .reverse }
-        var order = [Int](indices)
+        var order = [Int](0..<count)
         order.sort { left, right in
             for column in 0..<columns {
                 var result = SortKey.compare(keys[left * columns + column], keys[right * columns + column])
@@ -101,11 +105,23 @@ extension Array {
             }
             return left < right
         }
+        return order
+    }
+}
+
+extension Array {
+    /// Sorts by `descriptors` with the results of `sort(using:)`, stable (ties keep their
+    /// order), extracting each object's keys once when every key allows it.
+    mutating func sortByExtractedKeys(using descriptors: [SortDescriptor<Element>]) {
+        guard !descriptors.isEmpty, count > 1 else { return }
+        guard let order = SortKey.order(count: count, by: descriptors, element: { self[$0] }) else {
+            return sortStably(using: descriptors)
+        }
         self = order.map { self[$0] }
     }
 
     /// `sort(using:)` with ties broken by the original order.
-    private mutating func sortStably(using descriptors: [SortDescriptor<Element>]) {
+    mutating func sortStably(using descriptors: [SortDescriptor<Element>]) {
         let indexed = [(offset: Int, element: Element)](enumerated())
         let sorted = indexed.sorted { left, right in
             for descriptor in descriptors {

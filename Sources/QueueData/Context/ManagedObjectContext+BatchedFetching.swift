@@ -1,0 +1,204 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// The values of `properties` (every attribute when `nil`) of the objects matching
+    /// `request`, as dictionaries of `Sendable` values, without registering any object:
+    /// Core Data's dictionary result type.
+    ///
+    /// ```swift
+    /// let rows = try context.fetchValues(FetchRequest<Destination>(), properties: ["name", "rating"])
+    /// // [["name": .string("Lisbon"), "rating": .integer(4)], ...]
+    /// ```
+    ///
+    /// - Throws: An error of the predicate; ``StoreError`` if the store was closed.
+    /// - Important: Call on the context's queue. Traps if an entity of the request has no
+    ///   attribute of one of `properties`.
+    public func fetchValues<Result>(
+        _ request: FetchRequest<Result>,
+        properties: [String]? = nil
+    ) throws -> [[String: StoredValue]] {
+        checkConfined()
+        return try confinement.withMarkedBlock {
+            let objects = try fetchUnregistered(request)
+            var slots: [ObjectIdentifier: [(String, Int)]] = [:]
+            return objects.map { object in
+                let entity = object.entity
+                let columns =
+                    slots[ObjectIdentifier(entity)]
+                    ?? (properties ?? entity.attributes.map(\.name)).map { name in
+                        guard let index = entity.index(ofAttribute: name) else {
+                            fatalError("QueueData: entity '\(entity.name)' has no attribute '\(name)' to fetch.")
+                        }
+                        return (name, index)
+                    }
+                slots[ObjectIdentifier(entity)] = columns
+                var values: [String: StoredValue] = [:]
+                values.reserveCapacity(columns.count)
+                for (name, index) in columns {
+                    values[name] = object._values[index]
+                }
+                return values
+            }
+        }
+    }
+
+    /// Calls `body` with every object matching `request`, in order, registering them one
+    /// batch at a time, so that memory stays flat however many objects match.
+    ///
+    /// After each batch, the objects it registered that have no unsaved changes leave the
+    /// context again (keep their ``ManagedObject/objectID`` rather than the objects); objects
+    /// the context held before, and objects `body` changed, stay.
+    ///
+    /// ```swift
+    /// try context.enumerate(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)])) { destination in
+    ///     exporter.write(destination.name)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - request: The objects, in its order and paging.
+    ///   - batchSize: How many objects are registered at a time (at least 1).
+    ///   - body: Called with each object; throwing stops the enumeration.
+    /// - Throws: What `body` or the predicate throws; ``StoreError`` if the store was closed.
+    /// - Important: Call on the context's queue. With sort descriptors that use a string
+    ///   comparator, every match is materialized to be sorted.
+    public func enumerate<Result>(
+        _ request: FetchRequest<Result>,
+        batchSize: Int = 1_000,
+        _ body: (Result) throws -> Void
+    ) throws {
+        checkConfined()
+        let batchSize = Swift.max(batchSize, 1)
+        try confinement.withMarkedBlock {
+            var batch: [Candidate] = []
+            batch.reserveCapacity(Swift.min(batchSize, 4_096))
+            func flush() throws {
+                defer { batch.removeAll(keepingCapacity: true) }
+                try visit(batch, body)
+            }
+            if request.sortDescriptors.isEmpty {
+                // Streamed: only the current batch is held.
+                var skipped = 0
+                var visited = 0
+                let offset = Swift.max(request.fetchOffset, 0)
+                let limit = request.fetchLimit > 0 ? request.fetchLimit : Int.max
+                try forEachCandidate(request) { candidate in
+                    guard skipped >= offset else {
+                        skipped += 1
+                        return true
+                    }
+                    batch.append(candidate)
+                    visited += 1
+                    if batch.count == batchSize {
+                        try flush()
+                    }
+                    return visited < limit
+                }
+                try flush()
+                return
+            }
+            var candidates: [Candidate] = []
+            try forEachCandidate(request) {
+                candidates.append($0)
+                return true
+            }
+            let order = try sortedOrder(of: candidates, request)
+            for position in order[pageRange(count: order.count, request)] {
+                batch.append(candidates[position])
+                if batch.count == batchSize {
+                    try flush()
+                }
+            }
+            try flush()
+        }
+    }
+
+    /// Registers the candidates' objects, calls `body` with each, then lets go of the objects
+    /// this batch registered that are unchanged.
+    private func visit<Result: ManagedObject>(_ batch: [Candidate], _ body: (Result) throws -> Void) throws {
+        var registeredHere: [ManagedObject] = []
+        defer {
+            for object in registeredHere where object._state.isEmpty {
+                unregister(object)
+                object._state = [.detached]
+            }
+        }
+        for candidate in batch {
+            let object = self.object(for: candidate)
+            if object._state.contains(.detached) {
+                register(object)
+                registeredHere.append(object)
+            }
+            try body(unsafeDowncast(object, to: Result.self))
+        }
+    }
+
+    /// The order of `candidates` by the request's sort descriptors, reading committed rows
+    /// through one reusable object per entity where they are not registered.
+    private func sortedOrder<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>) throws -> [Int] {
+        var scratch: [Int: ManagedObject] = [:]
+        func probe(_ entityIndex: Int, _ row: CommittedRow) -> Result {
+            if let probe = scratch[entityIndex] {
+                probe._load(row.values)
+                return unsafeDowncast(probe, to: Result.self)
+            }
+            let probe = makeObject(entityIndex: entityIndex, row: row)
+            scratch[entityIndex] = probe
+            return unsafeDowncast(probe, to: Result.self)
+        }
+        let order = SortKey.order(count: candidates.count, by: request.sortDescriptors) { index -> Result in
+            switch candidates[index] {
+            case .object(let object):
+                // Matched on committed values, so sorted on them too.
+                if !request.includesPendingChanges, object._state.contains(.updated), let snapshot = object._snapshot {
+                    let row = CommittedRow(
+                        primaryKey: object._objectID.rawValue, version: object._snapshotVersion, values: snapshot)
+                    return probe(object._objectID.key.entityIndex!, row)
+                }
+                return unsafeDowncast(object, to: Result.self)
+            case .row(let entityIndex, let row):
+                return probe(entityIndex, row)
+            }
+        }
+        if let order {
+            return order
+        }
+        // Keys that cannot be extracted: sort materialized objects with the descriptors.
+        var indexed = candidates.enumerated().map { IndexedObject(index: $0.offset, object: object(for: $0.element)) }
+        let descriptors = request.sortDescriptors
+        indexed.sort { left, right in
+            for descriptor in descriptors {
+                let result = descriptor.compare(
+                    unsafeDowncast(left.object, to: Result.self), unsafeDowncast(right.object, to: Result.self))
+                if result != .orderedSame {
+                    return result == .orderedAscending
+                }
+            }
+            return left.index < right.index
+        }
+        return indexed.map(\.index)
+    }
+
+    /// The objects matching `request` as the fetch would return them, without registering
+    /// the ones made for committed rows.
+    private func fetchUnregistered<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
+        var candidates: [Candidate] = []
+        try forEachCandidate(request) {
+            candidates.append($0)
+            return true
+        }
+        var order = Array(candidates.indices)
+        if !request.sortDescriptors.isEmpty {
+            order = try sortedOrder(of: candidates, request)
+        }
+        return order[pageRange(count: order.count, request)].map {
+            unsafeDowncast(object(for: candidates[$0]), to: Result.self)
+        }
+    }
+}
+
+/// An object and its position before sorting.
+private struct IndexedObject {
+    let index: Int
+    let object: ManagedObject
+}
