@@ -47,10 +47,10 @@ extension ManagedObjectContext {
         var request = SaveRequest()
         request.inserts.reserveCapacity(inserts.count)
         for object in inserts {
-            let count = object.entity.attributes.count
+            let count = object.entity.columnCount
             request.inserts.append(
                 SaveRequest.Insert(
-                    entityIndex: object._objectID.key.entityIndex!,
+                    entityIndex: object._objectID.key.entityIndex!, temporaryKey: object._objectID.rawValue,
                     values: Array(UnsafeBufferPointer(start: object._values, count: count))))
         }
         var savedUpdates: [ManagedObject] = []
@@ -98,6 +98,8 @@ extension ManagedObjectContext {
             let permanentID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
             object._objectID = permanentID
             registry[entityIndex][row.primaryKey] = object
+            // The committed row has the related objects' permanent keys.
+            object._load(row.values)
             object._snapshot = row.values
             object._snapshotVersion = row.version
             object._state = []
@@ -121,6 +123,16 @@ extension ManagedObjectContext {
         }
         for object in updates {
             object._state.remove(.updated)
+        }
+        // Rows the commit changed to keep relationships consistent, beyond what this context
+        // changed: its objects for them take the committed state, as a merge would.
+        if outcome.changedRows.count > savedUpdates.count {
+            for (entityIndex, row) in outcome.changedRows {
+                guard let object = registry[entityIndex][row.primaryKey], row.version > object._snapshotVersion else {
+                    continue
+                }
+                object._apply(row, keepingLocalChanges: true)
+            }
         }
         clearPendingChanges()
 
@@ -265,10 +277,18 @@ extension ManagedObject {
     /// Takes a newer committed row: attributes changed locally keep their values when
     /// `keepingLocalChanges`, the others take the committed ones.
     final func _apply(_ row: CommittedRow, keepingLocalChanges: Bool) {
-        let count = entity.attributes.count
+        let count = entity.columnCount
         if keepingLocalChanges, let old = _snapshot {
-            for slot in 0..<count where StoredValue.isSame(_values[slot], old[slot]) {
-                _values[slot] = row.values[slot]
+            let attributeCount = entity.attributes.count
+            for slot in 0..<count {
+                if StoredValue.isSame(_values[slot], old[slot]) {
+                    _values[slot] = row.values[slot]
+                } else if slot >= attributeCount, entity.relationships[slot - attributeCount].isToMany {
+                    // Unsaved additions and removals apply on top of the newer committed set.
+                    _values[slot] = RelationshipKeys.merged(
+                        snapshot: old[slot], object: _values[slot], committed: row.values[slot],
+                        relationship: entity.relationships[slot - attributeCount])
+                }
             }
         } else {
             _load(row.values)

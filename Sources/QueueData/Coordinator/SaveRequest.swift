@@ -2,6 +2,8 @@
 struct SaveRequest: Sendable {
     struct Insert: Sendable {
         var entityIndex: Int
+        /// The object's temporary key: relationships of this save refer to it by that key.
+        var temporaryKey: Int64
         var values: [StoredValue]
     }
 

@@ -19,7 +19,7 @@ final class StoreCoordinator: @unchecked Sendable {
     let entityKeys: [EntityKey]
 
     private var store: (any PersistentStore)?
-    private var tables: [EntityTable]
+    private(set) var tables: [EntityTable]
     /// The store's metadata; `nextPrimaryKeys` is kept in `tables`.
     private let baseMetadata: StoreMetadata
 
@@ -43,7 +43,15 @@ final class StoreCoordinator: @unchecked Sendable {
                 let originalHash = contents.metadata.versionHash
                 let migration = try migrator.migrate(contents)
                 contents = migration.contents
-                self.tables = try Self.loadTables(contents, model: model)
+                do {
+                    self.tables = try Self.loadTables(contents, model: model)
+                } catch let error as StoreError where error.code == .corrupted {
+                    // The original loaded; what makes the migrated rows unusable is the migration.
+                    throw StoreError(
+                        .migrationFailed,
+                        "The migrated rows are inconsistent: \(error.message) Nothing was changed.",
+                        underlyingError: error)
+                }
                 try store.replaceContents(
                     with: Self.state(of: tables, metadata: contents.metadata, model: model),
                     keepingOriginalAs: "pre-migration-\(originalHash.prefix(12))")
@@ -96,27 +104,36 @@ final class StoreCoordinator: @unchecked Sendable {
                 tables.append(EntityTable(rows: [], nextPrimaryKey: nextKey))
                 continue
             }
-            // Map the stored attribute order onto the model's: the hash ignores order.
-            let mapping: [Int] = try entity.attributes.map { attribute in
-                guard let index = stored.index(ofAttribute: attribute.name) else {
-                    throw StoreError(
-                        .corrupted,
-                        "The store's schema of '\(entity.name)' lacks the attribute '\(attribute.name)'.")
+            // Map the stored column order onto the model's: the hash ignores order.
+            let mapping: [Int] =
+                try entity.attributes.map { attribute in
+                    guard let index = stored.index(ofAttribute: attribute.name) else {
+                        throw StoreError(
+                            .corrupted,
+                            "The store's schema of '\(entity.name)' lacks the attribute '\(attribute.name)'.")
+                    }
+                    return index
                 }
-                return index
-            }
-            let isIdentity = mapping == Array(mapping.indices) && stored.attributes.count == mapping.count
+                + entity.relationships.map { relationship in
+                    guard let index = stored.column(ofRelationship: relationship.name) else {
+                        throw StoreError(
+                            .corrupted,
+                            "The store's schema of '\(entity.name)' lacks the relationship '\(relationship.name)'.")
+                    }
+                    return index
+                }
+            let isIdentity = mapping == Array(mapping.indices) && stored.columnCount == mapping.count
             var seen = Set<Int64>()
             var committed: [CommittedRow] = []
             committed.reserveCapacity(rows.count)
             for row in rows {
                 guard row.primaryKey > 0, row.primaryKey < Int64.max, seen.insert(row.primaryKey).inserted,
-                    row.values.count == stored.attributes.count
+                    row.values.count == stored.columnCount
                 else {
                     throw StoreError(
                         .corrupted,
                         "Row \(row.primaryKey) of '\(entity.name)' is duplicated, has a non-positive key, "
-                            + "or has \(row.values.count) values for \(stored.attributes.count) attributes.")
+                            + "or has \(row.values.count) values for \(stored.columnCount) columns.")
                 }
                 let values = isIdentity ? row.values : mapping.map { row.values[$0] }
                 for (value, attribute) in zip(values, entity.attributes)
@@ -126,11 +143,58 @@ final class StoreCoordinator: @unchecked Sendable {
                         "Row \(row.primaryKey) of '\(entity.name)' holds \(value) in '\(attribute.name)', "
                             + "which is of type \(attribute.type.rawValue).")
                 }
+                for (value, relationship) in zip(values[entity.attributes.count...], entity.relationships)
+                where !relationship.accepts(value) || RelationshipKeys.decode(value).contains(where: { $0 <= 0 }) {
+                    throw StoreError(
+                        .corrupted,
+                        "Row \(row.primaryKey) of '\(entity.name)' holds \(value) in the relationship "
+                            + "'\(relationship.name)', which is not a valid reference.")
+                }
                 committed.append(CommittedRow(primaryKey: row.primaryKey, version: 1, values: values))
             }
             tables.append(EntityTable(rows: committed, nextPrimaryKey: nextKey))
         }
+        try checkReferences(tables, model: model)
         return tables
+    }
+
+    /// Checks that every relationship points to rows that exist and point back: a store edited
+    /// by hand may not.
+    private static func checkReferences(_ tables: [EntityTable], model: ManagedObjectModel) throws {
+        // Missing rows first (the more telling error), then one-sided references.
+        for checksInverse in [false, true] {
+            try checkReferences(tables, model: model, inverses: checksInverse)
+        }
+    }
+
+    private static func checkReferences(_ tables: [EntityTable], model: ManagedObjectModel, inverses: Bool) throws {
+        for (entityIndex, entity) in model.entities.enumerated() where !entity.relationships.isEmpty {
+            let links = model.relationshipLinks[entityIndex]
+            try tables[entityIndex].snapshot.forEachLiveRow { row in
+                for (offset, link) in links.enumerated() {
+                    let column = entity.attributes.count + offset
+                    for key in RelationshipKeys.decode(row.values[column]) {
+                        let destination = model.entities[link.destinationIndex]
+                        guard let target = tables[link.destinationIndex].row(for: key) else {
+                            throw StoreError(
+                                .corrupted,
+                                "\(entity.name) \(row.primaryKey)'s relationship '\(link.relationship.name)' refers to "
+                                    + "\(destination.name) \(key), which does not exist.")
+                        }
+                        guard
+                            !inverses
+                                || RelationshipKeys.decode(target.values[link.inverseColumn]).contains(row.primaryKey)
+                        else {
+                            throw StoreError(
+                                .corrupted,
+                                "\(entity.name) \(row.primaryKey)'s relationship '\(link.relationship.name)' refers to "
+                                    + "\(destination.name) \(key), whose inverse '\(link.inverse.name)' does not refer back."
+                            )
+                        }
+                    }
+                }
+            }
+        }
     }
 
     // MARK: Reading (call on `queue`)
@@ -177,6 +241,35 @@ final class StoreCoordinator: @unchecked Sendable {
         guard let store else {
             throw StoreError(.closed, "The store was closed; its manager must load it again.")
         }
+        // Keys for the inserted rows come first: relationships in this save refer to them.
+        var nextKeys = tables.map(\.nextPrimaryKey)
+        var insertKeys: [Int64] = []
+        insertKeys.reserveCapacity(request.inserts.count)
+        var permanentKeys: [Int64: Int64] = [:]
+        for insert in request.inserts {
+            let key = nextKeys[insert.entityIndex]
+            guard key < Int64.max else {
+                throw StoreError(.io, "The primary keys of '\(model.entities[insert.entityIndex].name)' are exhausted.")
+            }
+            nextKeys[insert.entityIndex] = key + 1
+            insertKeys.append(key)
+            permanentKeys[insert.temporaryKey] = key
+        }
+        let relational = hasRelationships
+        var request = request
+        if relational {
+            for index in request.inserts.indices {
+                request.inserts[index].values = translatingTemporaryKeys(
+                    request.inserts[index].values, entityIndex: request.inserts[index].entityIndex,
+                    permanentKeys: permanentKeys)
+            }
+            for index in request.updates.indices {
+                let update = request.updates[index]
+                let translated = translatingTemporaryKeys(
+                    update.objectValues, entityIndex: update.entityIndex, permanentKeys: permanentKeys)
+                request.updates[index].changedValues = update.changedSlots.map { translated[$0] }
+            }
+        }
         var plan = CommitPlan()
         /// A conflicting object: what the context based its change on, what is committed now,
         /// and what the context wants (`nil`: delete).
@@ -194,6 +287,20 @@ final class StoreCoordinator: @unchecked Sendable {
             let current = tables[update.entityIndex].row(for: update.primaryKey)
             if let current, current.version == update.baseVersion {
                 plan.updates.append((key, update.objectValues, update.changedSlots))
+            } else if relational, let current,
+                onlyToManyChanged(entityIndex: key.entityIndex, snapshot: update.snapshot, committed: current.values)
+            {
+                // Only to-many relationships changed meanwhile: additions and removals merge.
+                let object = update.objectValues
+                var merged = current.values
+                for slot in update.changedSlots {
+                    merged[slot] = object[slot]
+                }
+                merged = mergingToMany(
+                    merged, entityIndex: key.entityIndex, snapshot: update.snapshot, object: object,
+                    committed: current.values)
+                plan.updates.append(
+                    (key, merged, merged.indices.filter { !StoredValue.isSame(merged[$0], current.values[$0]) }))
             } else {
                 conflicting.append(
                     Conflicting(
@@ -262,6 +369,12 @@ final class StoreCoordinator: @unchecked Sendable {
                     }
                 }
             }
+            let mergesToMany: Bool
+            if case .overwrite = policy.kind {
+                mergesToMany = false
+            } else {
+                mergesToMany = relational
+            }
             for (item, outcome) in zip(conflicting, outcomes) {
                 switch outcome {
                 case .none:
@@ -270,7 +383,13 @@ final class StoreCoordinator: @unchecked Sendable {
                     if item.current != nil {
                         plan.deletes.append(item.key)
                     }
-                case .some(.some(let row)):
+                case .some(.some(var row)):
+                    if mergesToMany, let current = item.current, let object = item.objectValues {
+                        // To-many relationships both sides changed keep both sides' additions.
+                        row = mergingToMany(
+                            row, entityIndex: item.key.entityIndex, snapshot: item.snapshot, object: object,
+                            committed: current.values)
+                    }
                     if let current = item.current {
                         let changed = row.indices.filter { !StoredValue.isSame(row[$0], current.values[$0]) }
                         plan.updates.append((item.key, row, changed))
@@ -281,16 +400,15 @@ final class StoreCoordinator: @unchecked Sendable {
             }
         }
 
-        var nextKeys = tables.map(\.nextPrimaryKey)
+        var insertedValues = request.inserts.map(\.values)
+        if relational {
+            try repairRelationships(
+                &plan, insertedValues: &insertedValues, inserts: request.inserts, insertKeys: insertKeys)
+        }
         var insertedRows: [CommittedRow] = []
         insertedRows.reserveCapacity(request.inserts.count)
-        for insert in request.inserts {
-            let key = nextKeys[insert.entityIndex]
-            guard key < Int64.max else {
-                throw StoreError(.io, "The primary keys of '\(model.entities[insert.entityIndex].name)' are exhausted.")
-            }
-            nextKeys[insert.entityIndex] = key + 1
-            insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: insert.values))
+        for (key, values) in zip(insertKeys, insertedValues) {
+            insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: values))
         }
 
         // The change set, built in place, one array per entity: appending to a copy taken out
@@ -348,6 +466,48 @@ final class StoreCoordinator: @unchecked Sendable {
             deletedKeys: plan.deletes)
     }
 
+    /// Runs ``repairInverses(rows:written:deleted:temporaryKeys:)`` over the plan and the
+    /// inserted rows, and takes its result back into them.
+    private func repairRelationships(
+        _ plan: inout CommitPlan,
+        insertedValues: inout [[StoredValue]],
+        inserts: [SaveRequest.Insert],
+        insertKeys: [Int64]
+    ) throws {
+        var rows: [RowKey: [StoredValue]] = [:]
+        var written: [RowKey] = []
+        var temporaryKeys: [RowKey: Int64] = [:]
+        for (insert, (key, values)) in zip(inserts, zip(insertKeys, insertedValues)) {
+            let rowKey = RowKey(entityIndex: insert.entityIndex, primaryKey: key)
+            rows[rowKey] = values
+            written.append(rowKey)
+            temporaryKeys[rowKey] = insert.temporaryKey
+        }
+        for restore in plan.restores {
+            rows[restore.key] = restore.values
+            written.append(restore.key)
+        }
+        for update in plan.updates {
+            rows[update.key] = update.values
+            written.append(update.key)
+        }
+        try repairInverses(rows: &rows, written: &written, deleted: Set(plan.deletes), temporaryKeys: temporaryKeys)
+        for (index, (insert, key)) in zip(inserts, insertKeys).enumerated() {
+            insertedValues[index] = rows[RowKey(entityIndex: insert.entityIndex, primaryKey: key)]!
+        }
+        for index in plan.restores.indices {
+            plan.restores[index].values = rows[plan.restores[index].key]!
+        }
+        let inserted = Set(temporaryKeys.keys)
+        let restored = Set(plan.restores.map(\.key))
+        plan.updates = written.filter { !inserted.contains($0) && !restored.contains($0) }.compactMap { key in
+            guard let values = rows[key], let current = tables[key.entityIndex].row(for: key.primaryKey) else {
+                return nil
+            }
+            return (key, values, values.indices.filter { !StoredValue.isSame(values[$0], current.values[$0]) })
+        }
+    }
+
     /// The changes a commit makes, once conflicts are resolved.
     private struct CommitPlan {
         var updates: [(key: RowKey, values: [StoredValue], changedSlots: [Int])] = []
@@ -364,7 +524,7 @@ final class StoreCoordinator: @unchecked Sendable {
     ) -> MergeConflict {
         let entity = model.entities[key.entityIndex]
         func named(_ values: [StoredValue]) -> [String: StoredValue] {
-            Dictionary(uniqueKeysWithValues: zip(entity.attributes.map(\.name), values))
+            Dictionary(uniqueKeysWithValues: values.indices.map { (entity.columnName($0), values[$0]) })
         }
         return MergeConflict(
             objectID: ObjectID(key: entityKeys[key.entityIndex], rawValue: key.primaryKey),

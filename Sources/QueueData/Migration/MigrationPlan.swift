@@ -30,6 +30,17 @@ public struct MigrationPlan: Sendable, CustomStringConvertible {
         case attributeBecameOptional(entity: String, attribute: String)
         /// An optional attribute became non-optional: `nil` values become its default.
         case attributeBecameNonOptional(entity: String, attribute: String)
+        /// A new relationship: existing rows start with no related objects.
+        case relationshipAdded(entity: String, relationship: String)
+        /// A relationship the entity no longer has (with its inverse): dropped.
+        case relationshipRemoved(entity: String, relationship: String)
+        /// A relationship declared with `originalName`: its references are carried over.
+        case relationshipRenamed(entity: String, from: String, to: String)
+        /// A to-one relationship became to-many (its object becomes the only member), or the
+        /// reverse (rows holding several objects fail the migration).
+        case relationshipCardinalityChanged(entity: String, relationship: String, isToMany: Bool)
+        /// A to-many relationship became ordered (in key order) or unordered.
+        case relationshipOrderChanged(entity: String, relationship: String, isOrdered: Bool)
 
         /// The change in words, such as `attribute 'Trip.days' was added`.
         public var description: String {
@@ -46,6 +57,14 @@ public struct MigrationPlan: Sendable, CustomStringConvertible {
             case .attributeBecameOptional(let entity, let name): return "attribute '\(entity).\(name)' became optional"
             case .attributeBecameNonOptional(let entity, let name):
                 return "attribute '\(entity).\(name)' became non-optional"
+            case .relationshipAdded(let entity, let name): return "relationship '\(entity).\(name)' was added"
+            case .relationshipRemoved(let entity, let name): return "relationship '\(entity).\(name)' was removed"
+            case .relationshipRenamed(let entity, let old, let new):
+                return "relationship '\(entity).\(old)' was renamed to '\(new)'"
+            case .relationshipCardinalityChanged(let entity, let name, let isToMany):
+                return "relationship '\(entity).\(name)' became \(isToMany ? "to-many" : "to-one")"
+            case .relationshipOrderChanged(let entity, let name, let isOrdered):
+                return "relationship '\(entity).\(name)' became \(isOrdered ? "ordered" : "unordered")"
             }
         }
     }

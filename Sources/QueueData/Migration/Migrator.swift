@@ -26,11 +26,14 @@ struct Migrator {
         self.progress = progress
     }
 
-    /// Where one attribute of the model gets its values from.
+    /// Where one column of the model gets its values from.
     enum Source {
-        /// The stored attribute at this index, converted if needed.
+        /// The stored attribute at this column, converted if needed.
         case stored(Int, AttributeConversion?)
-        /// The attribute's default: it is new.
+        /// The stored relationship at this column, re-encoded for this relationship when its
+        /// cardinality or order changed.
+        case relationship(Int, RelationshipDescription?)
+        /// The column's default: it is new.
         case defaultValue
     }
 
@@ -81,19 +84,24 @@ struct Migrator {
             sources[index] = stored
             used.insert(stored.name)
         }
+        // The stored entity each model entity's rows come from, for relationship destinations.
+        var storedNames: [String: String] = [:]
+        for (entity, stored) in zip(model.entities, sources) {
+            storedNames[entity.name] = stored?.name
+        }
         for (entity, stored) in zip(model.entities, sources) {
             guard let stored else {
                 inference.changes.append(.entityAdded(entity.name))
                 inference.mappings.append(
                     EntityMapping(
-                        stored: nil, sources: Array(repeating: .defaultValue, count: entity.attributes.count),
+                        stored: nil, sources: Array(repeating: .defaultValue, count: entity.columnCount),
                         isIdentity: false))
                 continue
             }
             if stored.name != entity.name {
                 inference.changes.append(.entityRenamed(from: stored.name, to: entity.name))
             }
-            inference.mappings.append(map(stored, to: entity, into: &inference))
+            inference.mappings.append(map(stored, to: entity, storedNames: storedNames, into: &inference))
         }
         for entity in schema where !used.contains(entity.name) {
             inference.changes.append(.entityRemoved(entity.name))
@@ -116,6 +124,7 @@ struct Migrator {
     private func map(
         _ stored: EntityDescription,
         to entity: EntityDescription,
+        storedNames: [String: String],
         into inference: inout Inference
     ) -> EntityMapping {
         var sources: [Source] = []
@@ -165,13 +174,73 @@ struct Migrator {
         for attribute in stored.attributes where !usedAttributes.contains(attribute.name) {
             inference.changes.append(.attributeRemoved(entity: entity.name, attribute: attribute.name))
         }
+        sources += mapRelationships(stored, to: entity, storedNames: storedNames, into: &inference)
         let isIdentity =
-            stored.attributes.count == sources.count
+            stored.columnCount == sources.count
             && sources.enumerated().allSatisfy { position, source in
-                if case .stored(let index, nil) = source { return index == position }
-                return false
+                switch source {
+                case .stored(let index, nil), .relationship(let index, nil): return index == position
+                default: return false
+                }
             }
         return EntityMapping(stored: stored, sources: sources, isIdentity: isIdentity)
+    }
+
+    /// The sources of the model entity's relationships: added ones start empty, removed ones
+    /// are dropped, renamed ones carried over; a to-one becoming a to-many (or an order
+    /// change) re-encodes the keys, a to-many becoming a to-one carries rows with at most one
+    /// object and fails on others; a new destination that is not the old one (renamed) cannot
+    /// be inferred.
+    private func mapRelationships(
+        _ stored: EntityDescription,
+        to entity: EntityDescription,
+        storedNames: [String: String],
+        into inference: inout Inference
+    ) -> [Source] {
+        var sources: [Source] = []
+        var used = Set(entity.relationships.compactMap { stored.relationship(named: $0.name)?.name })
+        for relationship in entity.relationships {
+            var old = stored.relationship(named: relationship.name)
+            if old == nil, let original = relationship.originalName,
+                let renamed = stored.relationships.first(where: { Self.isRenaming($0.name, $0.originalName, original) }
+                ),
+                !used.contains(renamed.name)
+            {
+                old = renamed
+                used.insert(renamed.name)
+                inference.changes.append(
+                    .relationshipRenamed(entity: entity.name, from: renamed.name, to: relationship.name))
+            }
+            guard let old, let column = stored.column(ofRelationship: old.name) else {
+                inference.changes.append(.relationshipAdded(entity: entity.name, relationship: relationship.name))
+                sources.append(.defaultValue)
+                continue
+            }
+            used.insert(old.name)
+            guard old.destinationEntityName == storedNames[relationship.destinationEntityName] else {
+                inference.problems.append(
+                    "relationship '\(entity.name).\(relationship.name)' pointed to '\(old.destinationEntityName)' and "
+                        + "now points to '\(relationship.destinationEntityName)', which is not that entity renamed: "
+                        + "give it a new name, and fill it in a MigrationStep")
+                sources.append(.defaultValue)
+                continue
+            }
+            if old.isToMany != relationship.isToMany {
+                inference.changes.append(
+                    .relationshipCardinalityChanged(
+                        entity: entity.name, relationship: relationship.name, isToMany: relationship.isToMany))
+            } else if old.isOrdered != relationship.isOrdered {
+                inference.changes.append(
+                    .relationshipOrderChanged(
+                        entity: entity.name, relationship: relationship.name, isOrdered: relationship.isOrdered))
+            }
+            let reencodes = old.isToMany != relationship.isToMany || old.isOrdered != relationship.isOrdered
+            sources.append(.relationship(column, reencodes ? relationship : nil))
+        }
+        for relationship in stored.relationships where !used.contains(relationship.name) {
+            inference.changes.append(.relationshipRemoved(entity: entity.name, relationship: relationship.name))
+        }
+        return sources
     }
 
     // MARK: Planning
@@ -298,11 +367,11 @@ struct Migrator {
             var converted: [StoredRow] = []
             converted.reserveCapacity(rows.count)
             for row in rows {
-                guard row.values.count == stored.attributes.count else {
+                guard row.values.count == stored.columnCount else {
                     throw StoreError(
                         .corrupted,
                         "Row \(row.primaryKey) of '\(stored.name)' has \(row.values.count) values for "
-                            + "\(stored.attributes.count) attributes.")
+                            + "\(stored.columnCount) columns.")
                 }
                 nextKey = max(nextKey, row.primaryKey &+ 1)
                 if mapping.isIdentity {
@@ -327,13 +396,24 @@ struct Migrator {
     ) throws -> [StoredValue] {
         var values: [StoredValue] = []
         values.reserveCapacity(mapping.sources.count)
-        for (attribute, source) in zip(entity.attributes, mapping.sources) {
+        for (column, source) in mapping.sources.enumerated() {
             switch source {
             case .defaultValue:
-                values.append(attribute.defaultValue)
-            case .stored(let index, nil):
+                values.append(entity.defaultRow[column])
+            case .stored(let index, nil), .relationship(let index, nil):
                 values.append(row.values[index])
+            case .relationship(let index, let relationship?):
+                let keys = RelationshipKeys.decode(row.values[index])
+                guard relationship.isToMany || keys.count <= 1 else {
+                    throw StoreError(
+                        .migrationFailed,
+                        "Row \(row.primaryKey) of '\(stored.name)': '\(stored.columnName(index))' holds "
+                            + "\(keys.count) objects, and '\(entity.name).\(relationship.name)' is now a to-one "
+                            + "relationship. Nothing was changed.")
+                }
+                values.append(RelationshipKeys.encode(keys, for: relationship))
             case .stored(let index, let conversion?):
+                let attribute = entity.attributes[column]
                 do {
                     values.append(try conversion.convert(row.values[index]))
                 } catch let problem as ConversionProblem {
@@ -353,6 +433,13 @@ struct Migrator {
     private func validate(_ rows: [[StoredRow]], after step: MigrationStep) throws {
         for (entity, entityRows) in zip(model.entities, rows) {
             for row in entityRows {
+                for (value, relationship) in zip(row.values[entity.attributes.count...], entity.relationships)
+                where !relationship.accepts(value) || RelationshipKeys.decode(value).contains(where: { $0 <= 0 }) {
+                    throw StoreError(
+                        .migrationFailed,
+                        "The migration step '\(step.name)' set '\(entity.name).\(relationship.name)' of row "
+                            + "\(row.primaryKey) to \(value), which is not a valid reference. Nothing was changed.")
+                }
                 for (value, attribute) in zip(row.values, entity.attributes)
                 where !value.fits(attribute.type, isOptional: attribute.isOptional) {
                     throw StoreError(

@@ -32,7 +32,7 @@ public struct AttributeDescription: Sendable, Hashable, CustomStringConvertible 
     ///   - defaultValue: The initial value of new objects. When omitted: `nil` for optional
     ///     attributes, otherwise zero, `false`, the empty string or data, the reference date,
     ///     or the all-zero UUID; URL and transformable attributes that are not optional need
-    ///     an explicit default (``EntityDescription/init(name:attributes:originalName:)`` checks this).
+    ///     an explicit default (``EntityDescription/init(name:attributes:relationships:originalName:)`` checks this).
     ///   - valueTypeName: For transformable attributes, the declared Swift type's name.
     ///   - originalName: The attribute's name in stores written before it was renamed.
     public init(

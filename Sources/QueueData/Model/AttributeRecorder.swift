@@ -18,7 +18,25 @@ final class AttributeRecorder {
         let transform: (@Sendable (StoredValue) throws -> StoredValue)?
     }
 
+    /// A `@Relationship` declaration: everything but the name, which `Mirror` supplies.
+    struct RelationshipDeclaration {
+        let destination: ManagedObject.Type
+        let isToMany: Bool
+        let isOrdered: Bool
+        let inverse: String
+        let deleteRule: DeleteRule
+        let isOptional: Bool
+        let minCount: Int
+        let maxCount: Int?
+        let originalName: String?
+    }
+
     private(set) var declarations: [Declaration] = []
+    private(set) var relationshipDeclarations: [RelationshipDeclaration] = []
+
+    func record(_ declaration: RelationshipDeclaration) {
+        relationshipDeclarations.append(declaration)
+    }
 
     /// The recorder installed on this thread, if any.
     static var current: AttributeRecorder? {
@@ -54,6 +72,11 @@ final class AttributeRecorder {
         return try withExtendedLifetime(self) { try body() }
     }
 }
+
+/// Lets discovery recognise `@Relationship` storage in a `Mirror`.
+protocol RelationshipStorage {}
+
+extension Relationship: RelationshipStorage {}
 
 /// Lets discovery recognise `@Attribute` storage in a `Mirror` and learn its value type.
 protocol AttributeStorage {

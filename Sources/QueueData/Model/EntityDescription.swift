@@ -1,6 +1,7 @@
 import Foundation
 
-/// An entity: a name, its attributes in row order, and the class that represents it.
+/// An entity: a name, its attributes and relationships in row order, and the class that
+/// represents it.
 ///
 /// Immutable and `Sendable`. ``ManagedObjectModel`` discovers entities from `ManagedObject`
 /// subclasses; tools can also describe entities without any subclass, in which case objects
@@ -10,6 +11,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     public let name: String
     /// The attributes, in the order of the row's slots.
     public let attributes: [AttributeDescription]
+    /// The relationships, in the order of the row's slots after the attributes.
+    public let relationships: [RelationshipDescription]
     /// The class instantiated for this entity's objects (``ManagedObject`` itself for an entity
     /// described without a subclass).
     public let managedObjectClass: ManagedObject.Type
@@ -17,10 +20,12 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     public let originalName: String?
     /// How migration converts stored values of other types, by attribute name.
     let attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue]
-    /// The default value of every attribute, in slot order.
+    /// The default value of every column (attributes, then relationships), in slot order.
     let defaultRow: [StoredValue]
     /// The index of every attribute by name.
     let attributeIndexes: [String: Int]
+    /// The row slot of every relationship by name (after the attributes' slots).
+    let relationshipColumns: [String: Int]
     /// `ObjectIdentifier`s of `managedObjectClass` and each of its superclasses up to (not
     /// including) `ManagedObject`: a fetch for a class includes the entities of its subclasses.
     let classLineage: [ObjectIdentifier]
@@ -30,18 +35,26 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     /// - Parameters:
     ///   - name: The entity's name.
     ///   - attributes: Its attributes, in row order.
+    ///   - relationships: Its relationships (each needs an inverse on its destination, which
+    ///     ``ManagedObjectModel/init(entities:)`` checks).
     ///   - originalName: Its name in stores written before it was renamed.
-    /// - Throws: ``ModelError`` when the name is invalid, two attributes share a name, or a
+    /// - Throws: ``ModelError`` when the name is invalid, two properties share a name, or a
     ///   default value does not fit its attribute.
-    public convenience init(name: String, attributes: [AttributeDescription], originalName: String? = nil) throws {
+    public convenience init(
+        name: String,
+        attributes: [AttributeDescription],
+        relationships: [RelationshipDescription] = [],
+        originalName: String? = nil
+    ) throws {
         try self.init(
-            name: name, attributes: attributes, managedObjectClass: ManagedObject.self,
+            name: name, attributes: attributes, relationships: relationships, managedObjectClass: ManagedObject.self,
             classLineage: [], originalName: originalName)
     }
 
     init(
         name: String,
         attributes: [AttributeDescription],
+        relationships: [RelationshipDescription] = [],
         managedObjectClass: ManagedObject.Type,
         classLineage: [ObjectIdentifier],
         originalName: String? = nil,
@@ -67,33 +80,83 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
                     entityName: name, attributeName: attribute.name)
             }
         }
-        guard attributes.count <= Int(UInt16.max) else {
+        var relationshipColumns: [String: Int] = [:]
+        for (index, relationship) in relationships.enumerated() {
+            try Self.validateName(relationship.name, entityName: name, what: "relationship")
+            guard indexes[relationship.name] == nil,
+                relationshipColumns.updateValue(attributes.count + index, forKey: relationship.name) == nil
+            else {
+                throw ModelError(
+                    .duplicateAttribute,
+                    "Entity '\(name)' declares the property '\(relationship.name)' twice.",
+                    entityName: name, attributeName: relationship.name)
+            }
+            try Self.validateName(relationship.destinationEntityName, entityName: name, what: "entity")
+        }
+        guard attributes.count + relationships.count <= Int(UInt16.max) else {
             throw ModelError(
                 .unsupportedDeclaration,
-                "Entity '\(name)' declares \(attributes.count) attributes; at most \(UInt16.max) are supported.",
+                "Entity '\(name)' declares \(attributes.count + relationships.count) properties; at most "
+                    + "\(UInt16.max) are supported.",
                 entityName: name)
         }
         self.name = name
         self.attributes = attributes
+        self.relationships = relationships
+        self.relationshipColumns = relationshipColumns
         self.managedObjectClass = managedObjectClass
         self.originalName = originalName
         self.attributeTransforms = attributeTransforms
-        self.defaultRow = attributes.map(\.defaultValue)
+        self.defaultRow = attributes.map(\.defaultValue) + relationships.map(\.emptyValue)
         self.attributeIndexes = indexes
         self.classLineage = classLineage
     }
 
-    /// This entity with the given renaming identifiers, as a store read them back.
-    func renamed(originalName: String?, attributeOriginalNames: [Int: String]) throws -> EntityDescription {
+    /// This entity with the given renaming identifiers (by column: attributes, then
+    /// relationships), as a store read them back.
+    func renamed(originalName: String?, columnOriginalNames: [Int: String]) throws -> EntityDescription {
         let attributes = self.attributes.enumerated().map { index, attribute in
             AttributeDescription(
                 name: attribute.name, type: attribute.type, isOptional: attribute.isOptional,
                 defaultValue: attribute.hasDeclaredDefault ? attribute.defaultValue : nil,
-                valueTypeName: attribute.valueTypeName, originalName: attributeOriginalNames[index])
+                valueTypeName: attribute.valueTypeName, originalName: columnOriginalNames[index])
+        }
+        let relationships = self.relationships.enumerated().map { index, relationship in
+            RelationshipDescription(
+                name: relationship.name, destination: relationship.destinationEntityName,
+                inverse: relationship.inverseName, isToMany: relationship.isToMany, isOrdered: relationship.isOrdered,
+                deleteRule: relationship.deleteRule, isOptional: relationship.isOptional,
+                minCount: relationship.minCount, maxCount: relationship.maxCount,
+                originalName: columnOriginalNames[self.attributes.count + index])
         }
         return try EntityDescription(
-            name: name, attributes: attributes, managedObjectClass: managedObjectClass, classLineage: classLineage,
-            originalName: originalName, attributeTransforms: attributeTransforms)
+            name: name, attributes: attributes, relationships: relationships, managedObjectClass: managedObjectClass,
+            classLineage: classLineage, originalName: originalName, attributeTransforms: attributeTransforms)
+    }
+
+    /// The number of slots in a row: attributes, then relationships.
+    var columnCount: Int {
+        attributes.count + relationships.count
+    }
+
+    /// The relationship named `name`, if the entity has one.
+    public func relationship(named name: String) -> RelationshipDescription? {
+        relationshipColumns[name].map { relationships[$0 - attributes.count] }
+    }
+
+    /// The row slot of the relationship named `name` (after the attributes' slots), if any.
+    func column(ofRelationship name: String) -> Int? {
+        relationshipColumns[name]
+    }
+
+    /// The row slot of the attribute or relationship named `name`, if any.
+    func column(named name: String) -> Int? {
+        attributeIndexes[name] ?? relationshipColumns[name]
+    }
+
+    /// The name of the attribute or relationship at row slot `column`.
+    func columnName(_ column: Int) -> String {
+        column < attributes.count ? attributes[column].name : relationships[column - attributes.count].name
     }
 
     static func validateName(_ name: String, entityName: String, what: String) throws {
@@ -103,7 +166,7 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
                 .invalidName,
                 "The \(what) name '\(name)' is invalid: names must be non-empty and contain no "
                     + "whitespace or any of / \\ ? # % :.",
-                entityName: entityName, attributeName: what == "attribute" ? name : nil)
+                entityName: entityName, attributeName: what == "entity" ? nil : name)
         }
     }
 
@@ -121,7 +184,9 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     /// name, type and optionality, sorted by name so that declaration order does not matter.
     var hashText: String {
         let attributeText = attributes.map(\.hashText).sorted().joined(separator: ",")
-        return "\(name){\(attributeText)}"
+        guard !relationships.isEmpty else { return "\(name){\(attributeText)}" }
+        let relationshipText = relationships.map(\.hashText).sorted().joined(separator: ",")
+        return "\(name){\(attributeText)|\(relationshipText)}"
     }
 
     /// A deterministic hash of the entity's name and attributes (SHA-256, hexadecimal).
@@ -147,6 +212,6 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
 
     /// `Name(attribute: type, ...)`.
     public var description: String {
-        "\(name)(\(attributes.map(\.description).joined(separator: ", ")))"
+        "\(name)(\((attributes.map(\.description) + relationships.map(\.description)).joined(separator: ", ")))"
     }
 }

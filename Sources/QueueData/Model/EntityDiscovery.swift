@@ -41,11 +41,17 @@ enum EntityDiscovery {
         let recorder = AttributeRecorder()
         let prototype: ManagedObject = recorder.recording {
             let saved = qd_attribute_slot_get()
+            let savedRelationship = qd_relationship_slot_get()
             qd_attribute_slot_set(0)
-            defer { qd_attribute_slot_set(saved) }
+            qd_relationship_slot_set(0)
+            defer {
+                qd_attribute_slot_set(saved)
+                qd_relationship_slot_set(savedRelationship)
+            }
             return type.init(prototypeConstruction)
         }
         var names: [String] = []
+        var relationshipNames: [String] = []
         var valueTypes: [Any.Type] = []
         var lineage: [ObjectIdentifier] = []
         var mirror: Mirror? = Mirror(reflecting: prototype)
@@ -54,11 +60,15 @@ enum EntityDiscovery {
                 lineage.append(ObjectIdentifier(level.subjectType))
             }
             for child in level.children {
-                guard let storage = child.value as? any AttributeStorage else { continue }
                 var name = child.label ?? ""
                 if name.hasPrefix("_") {
                     name.removeFirst()
                 }
+                if child.value is any RelationshipStorage {
+                    relationshipNames.append(name)
+                    continue
+                }
+                guard let storage = child.value as? any AttributeStorage else { continue }
                 names.append(name)
                 valueTypes.append(Swift.type(of: storage).valueType)
             }
@@ -103,9 +113,26 @@ enum EntityDiscovery {
                         ? String(reflecting: declaration.valueType) : nil,
                     originalName: declaration.originalName))
         }
+        let relationshipDeclarations = recorder.relationshipDeclarations
+        guard relationshipDeclarations.count == relationshipNames.count else {
+            throw ModelError(
+                .unsupportedDeclaration,
+                "Could not read the relationships of \(type): declare each one as "
+                    + "`@Relationship(inverse: \"name\") var name: Destination?` (or a Set or Array of a "
+                    + "ManagedObject subclass); found \(relationshipNames.count) declarations, "
+                    + "\(relationshipDeclarations.count) initialized.",
+                entityName: entityName)
+        }
+        let relationships = zip(relationshipNames, relationshipDeclarations).map { name, declaration in
+            RelationshipDescription(
+                name: name, destination: declaration.destination.entityName, inverse: declaration.inverse,
+                isToMany: declaration.isToMany, isOrdered: declaration.isOrdered, deleteRule: declaration.deleteRule,
+                isOptional: declaration.isOptional, minCount: declaration.minCount, maxCount: declaration.maxCount,
+                originalName: declaration.originalName)
+        }
         return try EntityDescription(
-            name: entityName, attributes: attributes, managedObjectClass: type, classLineage: lineage,
-            originalName: originalName, attributeTransforms: transforms)
+            name: entityName, attributes: attributes, relationships: relationships, managedObjectClass: type,
+            classLineage: lineage, originalName: originalName, attributeTransforms: transforms)
     }
 
     /// The construction of discovery prototypes: an empty entity and a confinement that no

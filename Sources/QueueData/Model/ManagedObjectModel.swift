@@ -21,6 +21,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     let entityIndexes: [String: Int]
     /// The position of every subclass-backed entity, by class.
     let entityIndexesByClass: [ObjectIdentifier: Int]
+    /// For each entity (by position) and each of its relationships (by position among them):
+    /// where it points and where its inverse lives.
+    let relationshipLinks: [[RelationshipLink]]
 
     /// Creates a model from `ManagedObject` subclasses.
     ///
@@ -54,7 +57,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     /// Creates a model from entity descriptions (for example, ones read from a store's
     /// schema, or described without subclasses).
     ///
-    /// - Throws: ``ModelError/Code/duplicateEntity`` when two entities share a name.
+    /// - Throws: ``ModelError/Code/duplicateEntity`` when two entities share a name;
+    ///   ``ModelError/Code/invalidRelationship`` when a relationship's destination is missing or
+    ///   its inverse does not point back.
     public init(entities: [EntityDescription]) throws {
         var byName: [String: EntityDescription] = [:]
         var indexes: [String: Int] = [:]
@@ -71,12 +76,64 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 byClass[ObjectIdentifier(entity.managedObjectClass)] = index
             }
         }
+        try Self.validateRelationships(of: entities, byName: byName)
+        self.relationshipLinks = entities.map { entity in
+            entity.relationships.map { relationship in
+                let destinationIndex = indexes[relationship.destinationEntityName]!
+                let destination = entities[destinationIndex]
+                let inverse = destination.relationship(named: relationship.inverseName)!
+                return RelationshipLink(
+                    relationship: relationship, destinationIndex: destinationIndex,
+                    inverseColumn: destination.column(ofRelationship: inverse.name)!, inverse: inverse)
+            }
+        }
         self.entities = entities
         self.entitiesByName = byName
         self.entityIndexes = indexes
         self.entityIndexesByClass = byClass
         let text = entities.map(\.hashText).sorted().joined(separator: "\n")
         self.versionHash = SHA256.hexDigest(of: Array(text.utf8))
+    }
+
+    /// Checks that every relationship points to an entity of the model, and has an inverse
+    /// there that points back.
+    private static func validateRelationships(
+        of entities: [EntityDescription],
+        byName: [String: EntityDescription]
+    ) throws {
+        for entity in entities {
+            for relationship in entity.relationships {
+                let name = "\(entity.name).\(relationship.name)"
+                func invalid(_ reason: String) -> ModelError {
+                    ModelError(
+                        .invalidRelationship, "The relationship '\(name)' \(reason).", entityName: entity.name,
+                        attributeName: relationship.name)
+                }
+                guard let destination = byName[relationship.destinationEntityName] else {
+                    throw invalid("points to '\(relationship.destinationEntityName)', which is not in the model")
+                }
+                guard let inverse = destination.relationship(named: relationship.inverseName) else {
+                    throw invalid(
+                        "names the inverse '\(relationship.inverseName)', which '\(destination.name)' does not "
+                            + "declare; declare it there, pointing back to '\(name)'")
+                }
+                guard inverse.destinationEntityName == entity.name, inverse.inverseName == relationship.name else {
+                    throw invalid(
+                        "names the inverse '\(destination.name).\(inverse.name)', which points to "
+                            + "'\(inverse.destinationEntityName).\(inverse.inverseName)' instead of back to it")
+                }
+                let subentities = entities.filter {
+                    $0 !== destination && destination.managedObjectClass != ManagedObject.self
+                        && $0.isKind(of: destination.managedObjectClass)
+                }
+                guard subentities.isEmpty else {
+                    throw invalid(
+                        "points to '\(destination.name)', which has subentities "
+                            + "(\(subentities.map(\.name).joined(separator: ", "))); relationships to entities "
+                            + "with subentities are not supported yet")
+                }
+            }
+        }
     }
 
     /// The entity of `type`, if the model has one.
@@ -112,4 +169,13 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         "ManagedObjectModel(\(versionHash.prefix(12)))\n"
             + entities.map { "  \($0)" }.joined(separator: "\n")
     }
+}
+
+/// A relationship resolved within its model: the destination entity's position and the row
+/// slot of the inverse there.
+struct RelationshipLink: Sendable {
+    let relationship: RelationshipDescription
+    let destinationIndex: Int
+    let inverseColumn: Int
+    let inverse: RelationshipDescription
 }

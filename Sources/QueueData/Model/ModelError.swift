@@ -1,5 +1,5 @@
 /// A model declaration QueueData cannot use: thrown by ``ManagedObjectModel/init(validating:)``
-/// and ``EntityDescription/init(name:attributes:originalName:)``.
+/// and ``EntityDescription/init(name:attributes:relationships:originalName:)``.
 public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What is wrong, as a stable, comparable code.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -20,6 +20,9 @@ public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidName = Code(rawValue: "invalidName")
         /// A default value that does not fit its attribute, or cannot be encoded.
         public static let invalidDefaultValue = Code(rawValue: "invalidDefaultValue")
+        /// A relationship whose destination is not in the model, or whose inverse is missing or
+        /// does not point back.
+        public static let invalidRelationship = Code(rawValue: "invalidRelationship")
     }
 
     /// What is wrong.
@@ -28,7 +31,7 @@ public struct ModelError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
     /// The entity concerned, if any.
     public var entityName: String?
-    /// The attribute concerned, if any.
+    /// The attribute or relationship concerned, if any.
     public var attributeName: String?
 
     /// Creates an error.

@@ -60,14 +60,16 @@ open class ManagedObject: Hashable {
     /// must not assign attributes before calling it.
     public required init(_ construction: ObjectConstruction) {
         let entity = construction.entity
-        let count = entity.attributes.count
+        let count = entity.columnCount
         if !construction.isPrototype && entity.managedObjectClass != ManagedObject.self {
             let declared = qd_attribute_slot_get()
-            if declared != count {
+            let declaredRelationships = qd_relationship_slot_get()
+            if declared != entity.attributes.count || declaredRelationships != entity.relationships.count {
                 fatalError(
-                    "QueueData: \(type(of: self)) declares \(declared) @Attribute properties but its "
-                        + "entity '\(entity.name)' has \(count). Build the ManagedObjectModel from this "
-                        + "class, and declare every attribute with an initial value.")
+                    "QueueData: \(type(of: self)) declares \(declared) @Attribute and \(declaredRelationships) "
+                        + "@Relationship properties but its entity '\(entity.name)' has "
+                        + "\(entity.attributes.count) and \(entity.relationships.count). Build the "
+                        + "ManagedObjectModel from this class, and declare every attribute with an initial value.")
             }
         }
         self.entity = entity
@@ -88,7 +90,7 @@ open class ManagedObject: Hashable {
 
     deinit {
         let storage = _values - 1
-        storage.deinitialize(count: entity.attributes.count + 1)
+        storage.deinitialize(count: entity.columnCount + 1)
         storage.deallocate()
     }
 
@@ -293,13 +295,13 @@ open class ManagedObject: Hashable {
         }
         if _state.contains(.detached) {
             fatalError(
-                "QueueData: \(entity.name).\(entity.attributes[slot].name) was set on an object that is no "
+                "QueueData: \(entity.name).\(entity.columnName(slot)) was set on an object that is no "
                     + "longer in its context (it was deleted and saved, deleted by another context, "
                     + "or discarded by rollback() or reset()). Fetch it again.")
         }
         if _state.contains(.deleted) {
             fatalError(
-                "QueueData: \(entity.name).\(entity.attributes[slot].name) was set on a deleted object. "
+                "QueueData: \(entity.name).\(entity.columnName(slot)) was set on a deleted object. "
                     + "Call rollback() first to undo the deletion.")
         }
         if _state.contains(.inserted) || _state.contains(.updated) {
@@ -385,8 +387,13 @@ extension ManagedObject {
         snapshotVersion: Int64
     ) -> ManagedObject {
         let saved = qd_attribute_slot_get()
+        let savedRelationship = qd_relationship_slot_get()
         qd_attribute_slot_set(0)
-        defer { qd_attribute_slot_set(saved) }
+        qd_relationship_slot_set(0)
+        defer {
+            qd_attribute_slot_set(saved)
+            qd_relationship_slot_set(savedRelationship)
+        }
         let object = entity.managedObjectClass.init(
             ObjectConstruction(
                 entity: entity, confinement: confinement, objectID: objectID, values: values,

@@ -40,13 +40,15 @@ public struct StoreMetadata: Sendable, Hashable {
 }
 
 extension StoreMetadata {
-    /// Whether a store of this metadata and `schema` has migration records to keep: applied
-    /// steps or renaming identifiers. The file stores write those in a newer format version,
-    /// so that older readers refuse the file as newer instead of calling it damaged.
-    func recordsMigration(with schema: [EntityDescription]) -> Bool {
+    /// Whether a store of this metadata and `schema` needs the file stores' newer format
+    /// (version 2): it has relationships, applied migration steps, or renaming identifiers.
+    /// Older readers then refuse the file as newer instead of calling it damaged; other stores
+    /// keep writing version 1, byte for byte.
+    func needsNewerFormat(with schema: [EntityDescription]) -> Bool {
         !appliedMigrationSteps.isEmpty
             || schema.contains { entity in
-                entity.originalName != nil || entity.attributes.contains { $0.originalName != nil }
+                entity.originalName != nil || !entity.relationships.isEmpty
+                    || entity.attributes.contains { $0.originalName != nil }
             }
     }
 }

@@ -130,6 +130,7 @@ enum JSONDocumentReader {
             var name: String?
             var originalName: String?
             var attributes: [AttributeDescription] = []
+            var relationships: [RelationshipDescription] = []
             try scanner.forEachMember { scanner, key in
                 switch key {
                 case "name": name = try scanner.string()
@@ -138,17 +139,65 @@ enum JSONDocumentReader {
                     try scanner.forEachElement { scanner in
                         attributes.append(try readAttribute(&scanner))
                     }
+                case "relationships":
+                    try scanner.forEachElement { scanner in
+                        relationships.append(try readRelationship(&scanner))
+                    }
                 default: throw scanner.failure("unknown entity member '\(key)'")
                 }
             }
             guard let name else { throw scanner.failure("an entity has no name", at: start) }
             do {
-                entities.append(try EntityDescription(name: name, attributes: attributes, originalName: originalName))
+                entities.append(
+                    try EntityDescription(
+                        name: name, attributes: attributes, relationships: relationships, originalName: originalName))
             } catch {
                 throw scanner.failure("invalid entity '\(name)': \(error)", at: start)
             }
         }
         return entities
+    }
+
+    private static func readRelationship(_ scanner: inout JSONScanner) throws -> RelationshipDescription {
+        let start = scanner.position
+        var name: String?
+        var destination: String?
+        var inverse: String?
+        var isToMany = false
+        var isOrdered = false
+        var deleteRule = DeleteRule.nullify
+        var isOptional = true
+        var minCount = 0
+        var maxCount: Int?
+        var originalName: String?
+        try scanner.forEachMember { scanner, key in
+            switch key {
+            case "name": name = try scanner.string()
+            case "destination": destination = try scanner.string()
+            case "inverse": inverse = try scanner.string()
+            case "toMany": isToMany = try scanner.bool()
+            case "ordered": isOrdered = try scanner.bool()
+            case "deleteRule":
+                let position = scanner.position
+                let rule = try scanner.string()
+                guard let parsed = DeleteRule(rawValue: rule) else {
+                    throw scanner.failure("unknown delete rule '\(rule)'", at: position)
+                }
+                deleteRule = parsed
+            case "optional": isOptional = try scanner.bool()
+            case "minCount": minCount = Int(clamping: try scanner.integer())
+            case "maxCount": maxCount = try scanner.consumeNull() ? nil : Int(clamping: try scanner.integer())
+            case "originalName": originalName = try scanner.string()
+            default: throw scanner.failure("unknown relationship member '\(key)'")
+            }
+        }
+        guard let name, let destination, let inverse else {
+            throw scanner.failure("a relationship needs a name, a destination and an inverse", at: start)
+        }
+        return RelationshipDescription(
+            name: name, destination: destination, inverse: inverse, isToMany: isToMany, isOrdered: isOrdered,
+            deleteRule: deleteRule, isOptional: isOptional, minCount: minCount, maxCount: maxCount,
+            originalName: originalName)
     }
 
     private static func readAttribute(_ scanner: inout JSONScanner) throws -> AttributeDescription {
@@ -198,7 +247,7 @@ enum JSONDocumentReader {
                 throw scanner.failure("rows of '\(entityName)', which is not in the schema")
             }
             var entityRows: [StoredRow] = []
-            let names = entity.attributes.map { Array($0.name.utf8) }
+            let names = (entity.attributes.map(\.name) + entity.relationships.map(\.name)).map { Array($0.utf8) }
             let idKey = Array("id".utf8)
             try scanner.forEachElement { scanner in
                 let start = scanner.position
@@ -231,6 +280,11 @@ enum JSONDocumentReader {
                             guard !seen[index] else { throw scanner.failure("a row lists an attribute twice") }
                             seen[index] = true
                             expected = index + 1
+                            guard index < entity.attributes.count else {
+                                values[index] = try readReference(
+                                    &scanner, entity.relationships[index - entity.attributes.count])
+                                return
+                            }
                             let attribute = entity.attributes[index]
                             values[index] = try readValue(
                                 &scanner, type: attribute.type, isOptional: attribute.isOptional, name: attribute.name)
@@ -254,6 +308,29 @@ enum JSONDocumentReader {
             rows[entityName] = entityRows
         }
         return rows
+    }
+
+    /// A relationship's value: the related row's id or `null` (to-one), or an array of ids.
+    private static func readReference(
+        _ scanner: inout JSONScanner,
+        _ relationship: RelationshipDescription
+    ) throws -> StoredValue {
+        let start = scanner.position
+        func id(_ scanner: inout JSONScanner) throws -> Int64 {
+            let position = scanner.position
+            let key = try scanner.integer()
+            guard key > 0 else { throw scanner.failure("row ids must be positive", at: position) }
+            return key
+        }
+        guard relationship.isToMany else {
+            return try scanner.consumeNull() ? .null : .integer(try id(&scanner))
+        }
+        var keys: [Int64] = []
+        try scanner.forEachElement { scanner in keys.append(try id(&scanner)) }
+        guard Set(keys).count == keys.count else {
+            throw scanner.failure("'\(relationship.name)' lists an id twice", at: start)
+        }
+        return RelationshipKeys.encode(keys, for: relationship)
     }
 
     private static func readValue(

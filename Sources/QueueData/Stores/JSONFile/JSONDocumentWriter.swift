@@ -24,7 +24,7 @@ struct JSONDocumentWriter {
         writer.raw("{\n  \"format\": ")
         writer.string(formatName)
         writer.raw(",\n  \"version\": ")
-        writer.integer(metadata.recordsMigration(with: schema) ? 2 : 1)
+        writer.integer(metadata.needsNewerFormat(with: schema) ? 2 : 1)
         writer.raw(",\n  \"metadata\": {\n    \"storeIdentifier\": ")
         writer.string(metadata.storeIdentifier.uuidString)
         writer.raw(",\n    \"versionHash\": ")
@@ -73,10 +73,47 @@ struct JSONDocumentWriter {
                 }
                 writer.raw("}")
             }
-            writer.raw(entity.attributes.isEmpty ? "]}" : "\n    ]}")
+            writer.raw(entity.attributes.isEmpty ? "]" : "\n    ]")
+            if !entity.relationships.isEmpty {
+                writer.raw(", \"relationships\": [")
+                for (index, relationship) in entity.relationships.enumerated() {
+                    writer.raw(index == 0 ? "\n      {\"name\": " : ",\n      {\"name\": ")
+                    writer.string(relationship.name)
+                    writer.raw(", \"destination\": ")
+                    writer.string(relationship.destinationEntityName)
+                    writer.raw(", \"inverse\": ")
+                    writer.string(relationship.inverseName)
+                    writer.raw(relationship.isToMany ? ", \"toMany\": true" : ", \"toMany\": false")
+                    if relationship.isOrdered {
+                        writer.raw(", \"ordered\": true")
+                    }
+                    writer.raw(", \"deleteRule\": ")
+                    writer.string(relationship.deleteRule.rawValue)
+                    if !relationship.isOptional {
+                        writer.raw(", \"optional\": false")
+                    }
+                    if relationship.minCount > 0 {
+                        writer.raw(", \"minCount\": ")
+                        writer.integer(Int64(relationship.minCount))
+                    }
+                    if let maxCount = relationship.maxCount {
+                        writer.raw(", \"maxCount\": ")
+                        writer.integer(Int64(maxCount))
+                    }
+                    if let originalName = relationship.originalName {
+                        writer.raw(", \"originalName\": ")
+                        writer.string(originalName)
+                    }
+                    writer.raw("}")
+                }
+                writer.raw("\n    ]")
+            }
+            writer.raw("}")
         }
         writer.raw(schema.isEmpty ? "],\n  \"rows\": {" : "\n  ],\n  \"rows\": {")
-        let keys = schema.map { entity in entity.attributes.map { ", \"\($0.name)\": " } }
+        let keys = schema.map { entity in
+            (entity.attributes.map(\.name) + entity.relationships.map(\.name)).map { ", \"\($0)\": " }
+        }
         for (entityIndex, entity) in schema.enumerated() {
             writer.raw(entityIndex == 0 ? "\n    " : ",\n    ")
             writer.string(entity.name)
@@ -90,12 +127,38 @@ struct JSONDocumentWriter {
                     writer.raw(keys[entityIndex][attributeIndex])
                     writer.value(values[attributeIndex], type: attribute.type)
                 }
+                for (offset, relationship) in entity.relationships.enumerated() {
+                    let column = entity.attributes.count + offset
+                    writer.raw(keys[entityIndex][column])
+                    writer.reference(values[column], toMany: relationship.isToMany)
+                }
                 writer.raw("}")
             }
             writer.raw(first ? "]" : "\n    ]")
         }
         writer.raw(schema.isEmpty ? "}\n}\n" : "\n  }\n}\n")
         return writer.bytes
+    }
+
+    /// A relationship's value: an id or `null`, or an array of ids.
+    private mutating func reference(_ value: StoredValue, toMany: Bool) {
+        let keys = RelationshipKeys.decode(value)
+        guard toMany else {
+            if let key = keys.first {
+                integer(key)
+            } else {
+                raw("null")
+            }
+            return
+        }
+        raw("[")
+        for (index, key) in keys.enumerated() {
+            if index > 0 {
+                raw(", ")
+            }
+            integer(key)
+        }
+        raw("]")
     }
 
     private mutating func raw(_ text: StaticString) {

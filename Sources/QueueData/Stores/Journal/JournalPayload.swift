@@ -23,6 +23,7 @@ enum JournalPayload {
         forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
     ) -> [UInt8] {
         var writer = BinaryWriter(capacity: 256)
+        let newer = needsNewerFormat(metadata: metadata, schema: schema)
         writer.writeUUID(metadata.storeIdentifier)
         writer.writeString(metadata.versionHash)
         writer.writeVarint(UInt64(schema.count))
@@ -35,6 +36,20 @@ enum JournalPayload {
                 writer.write(attribute.isOptional ? 1 : 0)
                 writer.writeValue(attribute.defaultValue)
                 writer.writeOptionalString(attribute.valueTypeName)
+            }
+            if newer {
+                writer.writeVarint(UInt64(entity.relationships.count))
+                for relationship in entity.relationships {
+                    writer.writeString(relationship.name)
+                    writer.writeString(relationship.destinationEntityName)
+                    writer.writeString(relationship.inverseName)
+                    writer.write(
+                        (relationship.isToMany ? 1 : 0) | (relationship.isOrdered ? 2 : 0)
+                            | (relationship.isOptional ? 4 : 0))
+                    writer.writeString(relationship.deleteRule.rawValue)
+                    writer.writeVarint(UInt64(relationship.minCount))
+                    writer.writeVarint(relationship.maxCount.map { UInt64($0) + 1 } ?? 0)
+                }
             }
         }
         let keys = metadata.nextPrimaryKeys.sorted { $0.key < $1.key }
@@ -54,9 +69,8 @@ enum JournalPayload {
                 }
             }
         }
-        // Format 2: the migration section, only when there is something to record, so that
-        // other snapshots stay byte for byte format 1 (see `hasMigrationSection`).
-        if hasMigrationSection(metadata: metadata, schema: schema) {
+        // Format 2: the migration section (applied steps, renaming identifiers by column).
+        if newer {
             writer.writeVarint(UInt64(metadata.appliedMigrationSteps.count))
             for step in metadata.appliedMigrationSteps {
                 writer.writeString(step)
@@ -72,15 +86,15 @@ enum JournalPayload {
         return writer.bytes
     }
 
-    /// Whether a snapshot has a migration section: it then needs format 2 (a file with one has
-    /// major version 2, so that readers of format 1 refuse it as newer instead of calling it
-    /// damaged).
-    static func hasMigrationSection(metadata: StoreMetadata, schema: [EntityDescription]) -> Bool {
-        metadata.recordsMigration(with: schema)
+    /// Whether a snapshot needs format 2 (relationships, applied migration steps or renaming
+    /// identifiers): a file with one has major version 2, so that readers of format 1 refuse
+    /// it as newer instead of calling it damaged. Other snapshots stay byte for byte format 1.
+    static func needsNewerFormat(metadata: StoreMetadata, schema: [EntityDescription]) -> Bool {
+        metadata.needsNewerFormat(with: schema)
     }
 
-    /// The renaming identifiers of a schema: entity (with `attributeIndex` nil) and attribute
-    /// original names, in schema order.
+    /// The renaming identifiers of a schema: entity (with `attributeIndex` nil) and column
+    /// (attributes, then relationships) original names, in schema order.
     private static func originalNames(
         of schema: [EntityDescription]
     ) -> [(entityIndex: Int, attributeIndex: Int?, originalName: String)] {
@@ -89,16 +103,18 @@ enum JournalPayload {
             if let original = entity.originalName {
                 renamings.append((entityIndex, nil, original))
             }
-            for (attributeIndex, attribute) in entity.attributes.enumerated() {
-                if let original = attribute.originalName {
-                    renamings.append((entityIndex, attributeIndex, original))
+            let originals = entity.attributes.map(\.originalName) + entity.relationships.map(\.originalName)
+            for (column, original) in originals.enumerated() {
+                if let original {
+                    renamings.append((entityIndex, column, original))
                 }
             }
         }
         return renamings
     }
 
-    static func decodeSnapshot(_ reader: inout BinaryReader) throws -> Snapshot {
+    /// Decodes a snapshot of a journal of major version `major`.
+    static func decodeSnapshot(_ reader: inout BinaryReader, major: UInt16) throws -> Snapshot {
         let identifier = try reader.readUUID()
         let versionHash = try reader.readString()
         let entityCount = try reader.readCount(minimumElementSize: 2, "entity")
@@ -121,8 +137,15 @@ enum JournalPayload {
                         name: attributeName, type: type, isOptional: isOptional, defaultValue: defaultValue,
                         valueTypeName: valueTypeName))
             }
+            var relationships: [RelationshipDescription] = []
+            if major >= 2 {
+                let relationshipCount = try reader.readCount(minimumElementSize: 8, "relationship")
+                for _ in 0..<relationshipCount {
+                    relationships.append(try readRelationship(&reader))
+                }
+            }
             do {
-                schema.append(try EntityDescription(name: name, attributes: attributes))
+                schema.append(try EntityDescription(name: name, attributes: attributes, relationships: relationships))
             } catch {
                 throw reader.error("invalid schema of '\(name)': \(error)")
             }
@@ -135,7 +158,7 @@ enum JournalPayload {
         }
         var rows: [[Int64: [StoredValue]]] = []
         for entity in schema {
-            let minimumRowSize = 1 + entity.attributes.count
+            let minimumRowSize = 1 + entity.columnCount
             let rowCount = try reader.readCount(minimumElementSize: minimumRowSize, "row")
             var entityRows: [Int64: [StoredValue]] = [:]
             entityRows.reserveCapacity(rowCount)
@@ -146,7 +169,7 @@ enum JournalPayload {
                     throw reader.error("primary keys of '\(entity.name)' are not ascending")
                 }
                 previous += Int64(delta)
-                entityRows[previous] = try readValues(&reader, count: entity.attributes.count)
+                entityRows[previous] = try readValues(&reader, count: entity.columnCount)
             }
             rows.append(entityRows)
         }
@@ -170,6 +193,23 @@ enum JournalPayload {
             schema: schema, rows: rows)
     }
 
+    private static func readRelationship(_ reader: inout BinaryReader) throws -> RelationshipDescription {
+        let name = try reader.readString()
+        let destination = try reader.readString()
+        let inverse = try reader.readString()
+        let flags = try reader.readByte()
+        let ruleName = try reader.readString()
+        guard let deleteRule = DeleteRule(rawValue: ruleName) else {
+            throw reader.error("unknown delete rule '\(ruleName)'")
+        }
+        let minCount = try reader.readVarint()
+        let maxCount = try reader.readVarint()
+        return RelationshipDescription(
+            name: name, destination: destination, inverse: inverse, isToMany: flags & 1 != 0, isOrdered: flags & 2 != 0,
+            deleteRule: deleteRule, isOptional: flags & 4 != 0, minCount: Int(clamping: minCount),
+            maxCount: maxCount == 0 ? nil : Int(clamping: maxCount - 1))
+    }
+
     /// Reads the renaming identifiers of the migration section and returns `schema` with them.
     private static func readOriginalNames(
         _ reader: inout BinaryReader,
@@ -189,7 +229,7 @@ enum JournalPayload {
             if attributeNumber == 0 {
                 entityNames[Int(entityIndex)] = original
             } else {
-                guard attributeNumber <= UInt64(entity.attributes.count) else {
+                guard attributeNumber <= UInt64(entity.columnCount) else {
                     throw reader.error(
                         "a renaming identifier names attribute \(attributeNumber - 1) of '\(entity.name)'")
                 }
@@ -199,7 +239,7 @@ enum JournalPayload {
         return try schema.enumerated().map { index, entity in
             guard entityNames[index] != nil || attributeNames[index] != nil else { return entity }
             return try entity.renamed(
-                originalName: entityNames[index], attributeOriginalNames: attributeNames[index] ?? [:])
+                originalName: entityNames[index], columnOriginalNames: attributeNames[index] ?? [:])
         }
     }
 
@@ -228,11 +268,11 @@ enum JournalPayload {
             entityIndexes = Dictionary(uniqueKeysWithValues: schema.enumerated().map { ($1.name, $0) })
             modelSlots = schema.map { entity in
                 guard let current = model.entity(named: entity.name) else { return [] }
-                return entity.attributes.map { current.index(ofAttribute: $0.name) ?? 0 }
+                return (0..<entity.columnCount).map { current.column(named: entity.columnName($0)) ?? 0 }
             }
             journalIndexes = schema.map { entity in
                 guard let current = model.entity(named: entity.name) else { return [] }
-                return current.attributes.map { entity.index(ofAttribute: $0.name) ?? 0 }
+                return (0..<current.columnCount).map { entity.column(named: current.columnName($0)) ?? 0 }
             }
         }
     }
@@ -291,7 +331,7 @@ enum JournalPayload {
             guard index < schema.count else {
                 throw reader.error("entity index \(index) is out of range")
             }
-            let attributeCount = schema[index].attributes.count
+            let attributeCount = schema[index].columnCount
             let insertCount = try reader.readCount(minimumElementSize: 1 + attributeCount, "insert")
             for _ in 0..<insertCount {
                 let primaryKey = try readPrimaryKey(&reader)

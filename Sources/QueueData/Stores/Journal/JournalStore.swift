@@ -296,7 +296,7 @@ public final class JournalStore: PersistentStore {
                     guard record.type == .snapshot else {
                         throw reader.error("the first record is not a snapshot")
                     }
-                    snapshot = try JournalPayload.decodeSnapshot(&reader)
+                    snapshot = try JournalPayload.decodeSnapshot(&reader, major: header.majorVersion)
                     snapshotBytes = record.payload.count
                 }
             } catch let error as BinaryDecodingError {
@@ -497,7 +497,7 @@ public final class JournalStore: PersistentStore {
     ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
         var header = JournalFormat.Header(
             storeIdentifier: metadata.storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: sequence)
-        if JournalPayload.hasMigrationSection(metadata: metadata, schema: schema) {
+        if JournalPayload.needsNewerFormat(metadata: metadata, schema: schema) {
             header.majorVersion = 2
         }
         let payload = JournalPayload.encodeSnapshot(

@@ -1,0 +1,110 @@
+extension ManagedObjectContext {
+    /// The link of the relationship at row slot `column` of `object`'s entity.
+    func link(of object: ManagedObject, column: Int) -> RelationshipLink {
+        model.relationshipLinks[object._objectID.key.entityIndex!][column - object.entity.attributes.count]
+    }
+
+    /// The objects `object`'s relationship at `column` points to, in stored order.
+    func relatedObjects(of object: ManagedObject, column: Int) -> [ManagedObject] {
+        let keys = RelationshipKeys.decode(object._values[column])
+        guard !keys.isEmpty else { return [] }
+        return objects(entityIndex: link(of: object, column: column).destinationIndex, keys: keys)
+    }
+
+    /// The context's objects of one entity for `keys`, in order, loading the missing ones
+    /// from the coordinator in one step; keys whose rows are gone are left out.
+    func objects(entityIndex: Int, keys: [Int64]) -> [ManagedObject] {
+        let missing = keys.filter { $0 > 0 && registry[entityIndex][$0] == nil }
+        if !missing.isEmpty {
+            let coordinator = self.coordinator
+            let rows =
+                (try? coordinator.queue.sync {
+                    try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: missing)
+                }) ?? []
+            for case let row? in rows where registry[entityIndex][row.primaryKey] == nil {
+                register(makeObject(entityIndex: entityIndex, row: row))
+            }
+        }
+        return keys.compactMap { registry[entityIndex][$0] }
+    }
+
+    /// Points `source`'s relationship at `column` to `targets`, and keeps every inverse in step:
+    /// objects that leave stop pointing back, objects that join point back (leaving their
+    /// previous owner first, for a to-one inverse).
+    func setRelationship(of source: ManagedObject, column: Int, to targets: [ManagedObject]) {
+        let link = self.link(of: source, column: column)
+        let relationship = link.relationship
+        var newKeys: [Int64] = []
+        var seen = Set<Int64>()
+        for target in targets {
+            guard target._confinement === confinement else {
+                fatalError(
+                    "QueueData: \(source.entity.name).\(relationship.name) was set to an object of another context "
+                        + "('\(target._confinement.contextName)'). Get this context's instance with "
+                        + "object(with: objectID) first.")
+            }
+            guard target._objectID.key.entityIndex == link.destinationIndex else {
+                fatalError(
+                    "QueueData: \(source.entity.name).\(relationship.name) takes \(relationship.destinationEntityName) "
+                        + "objects, not \(target.entity.name) objects.")
+            }
+            guard !target._state.contains(.detached) else {
+                fatalError(
+                    "QueueData: \(source.entity.name).\(relationship.name) was set to a "
+                        + "\(target.entity.name) object that is no longer in its context. Fetch it again.")
+            }
+            if seen.insert(target._objectID.rawValue).inserted {
+                newKeys.append(target._objectID.rawValue)
+            }
+        }
+        precondition(relationship.isToMany || newKeys.count <= 1, "a to-one relationship holds one object")
+        let oldKeys = RelationshipKeys.decode(source._values[column])
+        let unchanged = relationship.isOrdered ? oldKeys == newKeys : Set(oldKeys) == seen
+        guard !unchanged else { return }
+        let oldSet = Set(oldKeys)
+        source._setValue(RelationshipKeys.encode(newKeys, for: relationship), at: column)
+        let sourceKey = source._objectID.rawValue
+        // Objects that left: they stop pointing back.
+        let removed = oldKeys.filter { !seen.contains($0) }
+        for object in objects(entityIndex: link.destinationIndex, keys: removed) {
+            removeKey(sourceKey, from: object, column: link.inverseColumn, relationship: link.inverse)
+        }
+        // Objects that joined: they point back, leaving their previous owner (a to-one inverse
+        // holds one).
+        let byKey = Dictionary(targets.map { ($0._objectID.rawValue, $0) }, uniquingKeysWith: { first, _ in first })
+        for key in newKeys where !oldSet.contains(key) {
+            guard let target = byKey[key], !target._state.contains(.deleted) else { continue }
+            if link.inverse.isToMany {
+                addKey(sourceKey, to: target, column: link.inverseColumn, relationship: link.inverse)
+            } else {
+                let previous = RelationshipKeys.decode(target._values[link.inverseColumn]).first
+                if let previous, previous != sourceKey {
+                    let sourceIndex = source._objectID.key.entityIndex!
+                    for owner in objects(entityIndex: sourceIndex, keys: [previous]) {
+                        removeKey(key, from: owner, column: column, relationship: relationship)
+                    }
+                }
+                if previous != sourceKey {
+                    target._setValue(.integer(sourceKey), at: link.inverseColumn)
+                }
+            }
+        }
+    }
+
+    /// Removes `key` from `object`'s relationship at `column` (a deleted object is left alone:
+    /// its row goes away with the save).
+    private func removeKey(_ key: Int64, from object: ManagedObject, column: Int, relationship: RelationshipDescription)
+    {
+        guard !object._state.contains(.deleted) else { return }
+        let keys = RelationshipKeys.decode(object._values[column])
+        guard keys.contains(key) else { return }
+        object._setValue(RelationshipKeys.encode(keys.filter { $0 != key }, for: relationship), at: column)
+    }
+
+    /// Adds `key` to `object`'s to-many relationship at `column`, at the end if ordered.
+    private func addKey(_ key: Int64, to object: ManagedObject, column: Int, relationship: RelationshipDescription) {
+        let keys = RelationshipKeys.decode(object._values[column])
+        guard !keys.contains(key) else { return }
+        object._setValue(RelationshipKeys.encode(keys + [key], for: relationship), at: column)
+    }
+}

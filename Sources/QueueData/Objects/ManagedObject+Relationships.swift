@@ -1,0 +1,49 @@
+extension ManagedObject {
+    /// The objects the relationship at row slot `column` points to, loading the ones the
+    /// context does not hold yet; related rows that no longer exist are left out.
+    final func _relatedObjects(column: Int) -> [ManagedObject] {
+        guard let context = _confinement.context else {
+            _confinement._trapNotConfined(_subjectDescription)
+        }
+        return context.relatedObjects(of: self, column: column)
+    }
+
+    /// Points the relationship at row slot `column` to `objects`, updating the inverse of every
+    /// object that joins or leaves it.
+    final func _setRelatedObjects(_ objects: [ManagedObject], column: Int) {
+        guard let context = _confinement.context else {
+            _confinement._trapNotConfined(_subjectDescription)
+        }
+        context.setRelationship(of: self, column: column, to: objects)
+    }
+
+    /// The objects of the relationship named `key`, in order (for a to-one: none or one).
+    ///
+    /// Works for every entity, including those described without a subclass. Traps if the
+    /// entity has no such relationship.
+    ///
+    /// - Important: Call on the context's queue.
+    public final func relatedObjects(forKey key: String) -> [ManagedObject] {
+        _confinement.check(_subjectDescription)
+        return _relatedObjects(column: _column(ofRelationship: key))
+    }
+
+    /// Points the relationship named `key` to `objects` (at most one for a to-one), updating
+    /// the inverses.
+    ///
+    /// Traps if the entity has no such relationship, or an object is of the wrong entity or
+    /// of another context.
+    ///
+    /// - Important: Call on the context's queue.
+    public final func setRelatedObjects(_ objects: [ManagedObject], forKey key: String) {
+        _confinement.check(_subjectDescription)
+        _setRelatedObjects(objects, column: _column(ofRelationship: key))
+    }
+
+    private func _column(ofRelationship key: String) -> Int {
+        guard let column = entity.column(ofRelationship: key) else {
+            fatalError("QueueData: entity '\(entity.name)' has no relationship '\(key)'")
+        }
+        return column
+    }
+}

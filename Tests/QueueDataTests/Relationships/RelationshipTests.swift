@@ -1,0 +1,394 @@
+import Foundation
+import Testing
+
+@testable import QueueData
+
+@Suite("Relationships")
+struct RelationshipTests {
+    // MARK: Model
+
+    @Test("relationships are discovered with their destination, inverse, rule and cardinality")
+    func discovery() throws {
+        let expedition = try #require(graphModel.entity(for: Expedition.self))
+        #expect(expedition.relationships.map(\.name) == ["leader", "waypoints", "tags"])
+        let waypoints = try #require(expedition.relationship(named: "waypoints"))
+        #expect(waypoints.destinationEntityName == "Waypoint")
+        #expect(waypoints.inverseName == "expedition")
+        #expect(waypoints.isToMany && waypoints.isOrdered)
+        #expect(waypoints.deleteRule == .cascade)
+        let leader = try #require(expedition.relationship(named: "leader"))
+        #expect(!leader.isToMany && leader.deleteRule == .nullify)
+        #expect(try #require(expedition.relationship(named: "tags")).isToMany)
+    }
+
+    @Test("the model refuses relationships whose destination or inverse is missing or does not point back")
+    func invalidRelationships() throws {
+        func model(_ relationships: [String: [RelationshipDescription]]) throws -> ManagedObjectModel {
+            try ManagedObjectModel(
+                entities: relationships.keys.sorted().map {
+                    try EntityDescription(name: $0, attributes: [], relationships: relationships[$0]!)
+                })
+        }
+        let valid = try model([
+            "A": [RelationshipDescription(name: "b", destination: "B", inverse: "a")],
+            "B": [RelationshipDescription(name: "a", destination: "A", inverse: "b", isToMany: true)],
+        ])
+        #expect(valid.entities.count == 2)
+        #expect {
+            try model(["A": [RelationshipDescription(name: "b", destination: "B", inverse: "a")]])
+        } throws: {
+            ($0 as? ModelError)?.code == .invalidRelationship && "\($0)".contains("'B', which is not in the model")
+        }
+        #expect {
+            try model([
+                "A": [RelationshipDescription(name: "b", destination: "B", inverse: "missing")],
+                "B": [RelationshipDescription(name: "a", destination: "A", inverse: "b")],
+            ])
+        } throws: { ($0 as? ModelError)?.code == .invalidRelationship && "\($0)".contains("does not declare") }
+        #expect {
+            try model([
+                "A": [
+                    RelationshipDescription(name: "b", destination: "B", inverse: "a"),
+                    RelationshipDescription(name: "other", destination: "B", inverse: "a"),
+                ],
+                "B": [RelationshipDescription(name: "a", destination: "A", inverse: "b")],
+            ])
+        } throws: { ($0 as? ModelError)?.code == .invalidRelationship && "\($0)".contains("instead of back to it") }
+        #expect {
+            try EntityDescription(
+                name: "A", attributes: [AttributeDescription(name: "x", type: .string)],
+                relationships: [RelationshipDescription(name: "x", destination: "A", inverse: "x")])
+        } throws: { ($0 as? ModelError)?.code == .duplicateAttribute }
+    }
+
+    @Test("relationships are part of the version hash; delete rules and inverse names are not")
+    func versionHash() throws {
+        func hash(_ rule: DeleteRule, toMany: Bool) throws -> String {
+            try ManagedObjectModel(entities: [
+                EntityDescription(
+                    name: "A", attributes: [],
+                    relationships: [
+                        RelationshipDescription(name: "b", destination: "B", inverse: "a", deleteRule: rule)
+                    ]),
+                EntityDescription(
+                    name: "B", attributes: [],
+                    relationships: [
+                        RelationshipDescription(name: "a", destination: "A", inverse: "b", isToMany: toMany)
+                    ]),
+            ]).versionHash
+        }
+        #expect(try hash(.nullify, toMany: true) == hash(.cascade, toMany: true))
+        #expect(try hash(.nullify, toMany: true) != hash(.nullify, toMany: false))
+        let plain = try ManagedObjectModel(entities: [EntityDescription(name: "A", attributes: [])]).versionHash
+        #expect(plain == (try ManagedObjectModel(entities: [EntityDescription(name: "A", attributes: [])]).versionHash))
+    }
+
+    // MARK: Inverses in one context
+
+    @Test("setting a to-one side updates the to-many inverse: add, move, clear")
+    func toOneMaintainsInverse() throws {
+        let manager = graphManager("memory", TemporaryDirectory("rel-to-one"))
+        let context = try manager.createContext()
+        context.performAndWait {
+            let alice = context.insert(Explorer.self)
+            let bob = context.insert(Explorer.self)
+            let expedition = context.insert(Expedition.self)
+            expedition.leader = alice
+            #expect(alice.expeditions == [expedition])
+            expedition.leader = bob
+            #expect(alice.expeditions.isEmpty)
+            #expect(bob.expeditions == [expedition])
+            expedition.leader = nil
+            #expect(bob.expeditions.isEmpty)
+        }
+    }
+
+    @Test("setting a to-many side updates each object's to-one inverse, taking it from its previous owner")
+    func toManyMaintainsInverse() throws {
+        let manager = graphManager("memory", TemporaryDirectory("rel-to-many"))
+        let context = try manager.createContext()
+        context.performAndWait {
+            let alice = context.insert(Explorer.self)
+            let bob = context.insert(Explorer.self)
+            let first = context.insert(Expedition.self)
+            let second = context.insert(Expedition.self)
+            alice.expeditions = [first, second]
+            #expect(first.leader === alice && second.leader === alice)
+            bob.expeditions.insert(first)
+            #expect(first.leader === bob)
+            #expect(alice.expeditions == [second])
+            alice.expeditions = []
+            #expect(second.leader == nil)
+            #expect(bob.expeditions == [first])
+        }
+    }
+
+    @Test("ordered to-many keeps the order it was given; many-to-many and one-to-one stay symmetric")
+    func orderedManyToManyOneToOne() throws {
+        let manager = graphManager("memory", TemporaryDirectory("rel-kinds"))
+        let context = try manager.createContext()
+        context.performAndWait {
+            let expedition = context.insert(Expedition.self)
+            let points = (0..<4).map { index in
+                let point = context.insert(Waypoint.self)
+                point.name = "P\(index)"
+                return point
+            }
+            expedition.waypoints = [points[2], points[0], points[3]]
+            #expect(expedition.waypoints.map(\.name) == ["P2", "P0", "P3"])
+            points[1].expedition = expedition
+            #expect(expedition.waypoints.map(\.name) == ["P2", "P0", "P3", "P1"])
+            expedition.waypoints.removeFirst()
+            #expect(points[2].expedition == nil)
+
+            let hiking = context.insert(Tag.self)
+            let winter = context.insert(Tag.self)
+            let other = context.insert(Expedition.self)
+            expedition.tags = [hiking, winter]
+            other.tags = [hiking]
+            #expect(hiking.expeditions == [expedition, other])
+            #expect(winter.expeditions == [expedition])
+            hiking.expeditions.remove(expedition)
+            #expect(expedition.tags == [winter])
+
+            let alice = context.insert(Explorer.self)
+            let bob = context.insert(Explorer.self)
+            let passport = context.insert(Passport.self)
+            alice.passport = passport
+            #expect(passport.holder === alice)
+            bob.passport = passport
+            #expect(alice.passport == nil)
+            #expect(passport.holder === bob)
+        }
+    }
+
+    @Test("setting the same objects again is not a change")
+    func unchangedIsNotAChange() throws {
+        let manager = graphManager("memory", TemporaryDirectory("rel-same"))
+        let context = try manager.createContext()
+        try context.performAndWait {
+            let alice = context.insert(Explorer.self)
+            let expedition = context.insert(Expedition.self)
+            expedition.leader = alice
+            try context.save()
+            expedition.leader = alice
+            alice.expeditions = [expedition]
+            #expect(!context.hasChanges)
+        }
+    }
+
+    // MARK: Saving and loading
+
+    @Test(
+        "a graph saved with temporary IDs reloads with permanent keys on every store",
+        arguments: ["memory", "journal", "json"])
+    func roundTrip(kind: String) throws {
+        let directory = TemporaryDirectory("rel-round-trip-\(kind)")
+        let store = InMemoryStore()
+        let writer = graphManager(kind, directory, store: store)
+        let context = try writer.createContext()
+        try context.performAndWait {
+            let alice = context.insert(Explorer.self)
+            alice.name = "Alice"
+            alice.passport = context.insert(Passport.self)
+            alice.passport?.number = "P-1"
+            let tag = context.insert(Tag.self)
+            tag.label = "winter"
+            for index in 0..<3 {
+                let expedition = context.insert(Expedition.self)
+                expedition.title = "E\(index)"
+                expedition.leader = alice
+                expedition.tags = [tag]
+                expedition.waypoints = (0..<3).map { point in
+                    let waypoint = context.insert(Waypoint.self)
+                    waypoint.name = "E\(index)-\(2 - point)"
+                    return waypoint
+                }
+            }
+            try context.save()
+            #expect(alice.expeditions.count == 3)
+            #expect(alice.expeditions.allSatisfy { !$0.objectID.isTemporaryID && $0.leader === alice })
+        }
+        writer.close()
+
+        let reader = graphManager(kind, directory, store: store)
+        let again = try reader.createContext()
+        try again.performAndWait {
+            let alice = try again.first(Explorer.self, where: #Predicate { $0.name == "Alice" })
+            #expect(again.registeredObjects.count == 1, "related objects were loaded before being touched")
+            #expect(alice.passport?.number == "P-1")
+            #expect(alice.passport?.holder === alice)
+            let titles = alice.expeditions.map(\.title).sorted()
+            #expect(titles == ["E0", "E1", "E2"])
+            for expedition in alice.expeditions {
+                #expect(
+                    expedition.waypoints.map(\.name) == [
+                        "\(expedition.title)-2", "\(expedition.title)-1", "\(expedition.title)-0",
+                    ])
+                #expect(expedition.waypoints.allSatisfy { $0.expedition === expedition })
+                #expect(expedition.tags.map(\.label) == ["winter"])
+            }
+            let tag = try again.first(Tag.self, where: #Predicate { $0.label == "winter" })
+            #expect(tag.expeditions.count == 3)
+        }
+    }
+
+    // MARK: Between contexts
+
+    @Test("other contexts merge relationship changes, and unsaved additions survive a merge")
+    func merges() throws {
+        let manager = graphManager("memory", TemporaryDirectory("rel-merge"))
+        let writer = try makeContext(manager, "rel-writer")
+        let reader = try makeContext(manager, "rel-reader")
+        let (aliceID, firstID) = try writer.performAndWait {
+            let alice = writer.insert(Explorer.self)
+            alice.name = "Alice"
+            let first = writer.insert(Expedition.self)
+            first.title = "first"
+            first.leader = alice
+            try writer.save()
+            return (alice.objectID, first.objectID)
+        }
+        flush(reader)
+        try reader.performAndWait {
+            let alice = try reader.existingObject(with: aliceID, as: Explorer.self)
+            #expect(alice.expeditions.map(\.title) == ["first"])
+            // An unsaved addition here...
+            let local = reader.insert(Expedition.self)
+            local.title = "local"
+            local.leader = alice
+        }
+        try writer.performAndWait {
+            let alice = try writer.existingObject(with: aliceID, as: Explorer.self)
+            let second = writer.insert(Expedition.self)
+            second.title = "second"
+            second.leader = alice
+            try writer.existingObject(with: firstID, as: Expedition.self).leader = nil
+            try writer.save()
+        }
+        flush(reader)
+        try reader.performAndWait {
+            // ...survives the merge of the writer's addition and removal.
+            let alice = try reader.existingObject(with: aliceID, as: Explorer.self)
+            #expect(alice.expeditions.map(\.title).sorted() == ["local", "second"])
+            try reader.save()
+        }
+        let fresh = try makeContext(manager, "rel-fresh")
+        let titles = try fresh.performAndWait {
+            try fresh.existingObject(with: aliceID, as: Explorer.self).expeditions.map(\.title).sorted()
+        }
+        #expect(titles == ["local", "second"])
+    }
+
+    @Test("additions to one to-many from two contexts are both kept, with the default error policy")
+    func concurrentAdditions() throws {
+        let manager = graphManager("memory", TemporaryDirectory("rel-concurrent"))
+        let setup = try makeContext(manager, "rel-setup")
+        let tagID = try setup.performAndWait {
+            let tag = setup.insert(Tag.self)
+            try setup.save()
+            return tag.objectID
+        }
+        let contexts = try (0..<2).map { try makeContext(manager, "rel-adder-\($0)") }
+        // Both load the tag (version 1) before either saves.
+        for context in contexts {
+            try context.performAndWait { _ = try context.existingObject(with: tagID, as: Tag.self).expeditions }
+        }
+        for (index, context) in contexts.enumerated() {
+            try context.performAndWait {
+                let expedition = context.insert(Expedition.self)
+                expedition.title = "from \(index)"
+                try context.existingObject(with: tagID, as: Tag.self).expeditions.insert(expedition)
+                try context.save()
+            }
+        }
+        let fresh = try makeContext(manager, "rel-check")
+        let titles = try fresh.performAndWait {
+            try fresh.existingObject(with: tagID, as: Tag.self).expeditions.map(\.title).sorted()
+        }
+        #expect(titles == ["from 0", "from 1"])
+    }
+
+    @Test("conflicting moves of one object from two contexts leave the store consistent", arguments: 0..<10)
+    func conflictingMoves(round: Int) throws {
+        let manager = graphManager("memory", TemporaryDirectory("rel-moves"))
+        let setup = try makeContext(manager, "rel-moves-setup")
+        let (pointID, expeditionIDs) = try setup.performAndWait {
+            let expeditions = (0..<3).map { _ in setup.insert(Expedition.self) }
+            let point = setup.insert(Waypoint.self)
+            point.expedition = expeditions[0]
+            try setup.save()
+            return (point.objectID, expeditions.map(\.objectID))
+        }
+        let movers = try (0..<2).map { try makeContext(manager, "rel-mover-\($0)") }
+        for (index, context) in movers.enumerated() {
+            try context.performAndWait {
+                context.mergePolicy = .mergeByPropertyObjectTrump
+                let point = try context.existingObject(with: pointID, as: Waypoint.self)
+                point.expedition = try context.existingObject(with: expeditionIDs[1 + index], as: Expedition.self)
+            }
+        }
+        for context in round % 2 == 0 ? movers : movers.reversed() {
+            try context.performAndWait { try context.save() }
+        }
+        let fresh = try makeContext(manager, "rel-moves-check")
+        try fresh.performAndWait {
+            let point = try fresh.existingObject(with: pointID, as: Waypoint.self)
+            let owners = try expeditionIDs.map { try fresh.existingObject(with: $0, as: Expedition.self) }
+                .filter { $0.waypoints.contains(point) }
+            #expect(owners.count == 1)
+            #expect(owners.first === point.expedition)
+        }
+    }
+
+    // MARK: Damaged stores
+
+    @Test("a hand-edited store whose relationship refers to a missing row, or does not point back, is refused")
+    func danglingReferences() throws {
+        let directory = TemporaryDirectory("rel-dangling")
+        let writer = graphManager("json", directory)
+        let context = try writer.createContext()
+        try context.performAndWait {
+            let alice = context.insert(Explorer.self)
+            context.insert(Expedition.self).leader = alice
+            try context.save()
+        }
+        writer.close()
+        let valid = String(decoding: try directory.bytes(of: "Store.json"), as: UTF8.self)
+        #expect(valid.contains(#""leader": 1"#))
+        for (label, edited, expected) in [
+            ("missing row", valid.replacingOccurrences(of: #""leader": 1"#, with: #""leader": 7"#), "does not exist"),
+            (
+                "one-sided", valid.replacingOccurrences(of: #""expeditions": [1]"#, with: #""expeditions": []"#),
+                "does not refer back"
+            ),
+        ] {
+            #expect(edited != valid, "\(label)")
+            try directory.write(Array(edited.utf8), to: "Store.json")
+            #expect("\(label)") {
+                try graphManager("json", directory).loadPersistentStore()
+            } throws: { error in
+                (error as? StoreError)?.code == .corrupted && "\(error)".contains(expected)
+            }
+            #expect(String(decoding: try directory.bytes(of: "Store.json"), as: UTF8.self) == edited)
+        }
+    }
+
+    // MARK: Programmer errors
+
+    @Test("assigning an object of another context traps with a message")
+    func otherContextTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let manager = ContextManager(delegate: TestStoreDelegate(model: graphModel))
+            let first = try manager.createContext()
+            let second = try manager.createContext()
+            let box = ObjectBox()
+            first.performAndWait { box.object = first.insert(Explorer.self) }
+            second.performAndWait {
+                second.insert(Expedition.self).leader = (box.object as! Explorer)
+            }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("Expedition.leader was set to an object of another context"))
+    }
+}
