@@ -93,8 +93,7 @@ extension ManagedObjectContext {
 
     /// Removes `key` from `object`'s relationship at `column` (a deleted object is left alone:
     /// its row goes away with the save).
-    private func removeKey(_ key: Int64, from object: ManagedObject, column: Int, relationship: RelationshipDescription)
-    {
+    func removeKey(_ key: Int64, from object: ManagedObject, column: Int, relationship: RelationshipDescription) {
         guard !object._state.contains(.deleted) else { return }
         let keys = RelationshipKeys.decode(object._values[column])
         guard keys.contains(key) else { return }
@@ -102,7 +101,7 @@ extension ManagedObjectContext {
     }
 
     /// Adds `key` to `object`'s to-many relationship at `column`, at the end if ordered.
-    private func addKey(_ key: Int64, to object: ManagedObject, column: Int, relationship: RelationshipDescription) {
+    func addKey(_ key: Int64, to object: ManagedObject, column: Int, relationship: RelationshipDescription) {
         let keys = RelationshipKeys.decode(object._values[column])
         guard !keys.contains(key) else { return }
         object._setValue(RelationshipKeys.encode(keys + [key], for: relationship), at: column)

@@ -22,6 +22,10 @@ extension ManagedObjectContext {
     }
 
     private func performSave() throws {
+        let denied = propagateDeletes()
+        if !denied.isEmpty {
+            throw ValidationError(failures: denied)
+        }
         var (inserts, updates, deletes) = pendingChangeLists()
         guard !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty else {
             clearPendingChanges()
@@ -165,6 +169,7 @@ extension ManagedObjectContext {
     private func validationFailures(_ objects: [ManagedObject]) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         for object in objects {
+            failures += propertyFailures(object)
             do {
                 try object.validateForSave()
             } catch let error as ValidationError {
@@ -183,6 +188,39 @@ extension ManagedObjectContext {
                     ValidationError.Failure(
                         objectID: object._objectID, entityName: object.entity.name, property: nil,
                         reason: String(describing: error)))
+            }
+        }
+        return failures
+    }
+
+    /// What the model itself requires of `object`: its attributes' validation closures, its
+    /// required to-one relationships set, its to-many relationships' counts in range.
+    private func propertyFailures(_ object: ManagedObject) -> [ValidationError.Failure] {
+        let entity = object.entity
+        guard !entity.attributeValidators.isEmpty || !entity.relationships.isEmpty else { return [] }
+        var failures: [ValidationError.Failure] = []
+        func fail(_ property: String, _ reason: String) {
+            failures.append(
+                ValidationError.Failure(
+                    objectID: object._objectID, entityName: entity.name, property: property, reason: reason))
+        }
+        for (index, validate) in entity.attributeValidators.sorted(by: { $0.key < $1.key }) {
+            do {
+                try validate(object._values[index])
+            } catch {
+                fail(entity.attributes[index].name, String(describing: error))
+            }
+        }
+        for (offset, relationship) in entity.relationships.enumerated() {
+            let count = RelationshipKeys.decode(object._values[entity.attributes.count + offset]).count
+            if !relationship.isToMany {
+                if !relationship.isOptional && count == 0 {
+                    fail(relationship.name, "is required")
+                }
+            } else if count < relationship.minCount {
+                fail(relationship.name, "needs at least \(relationship.minCount) objects (has \(count))")
+            } else if let maxCount = relationship.maxCount, count > maxCount {
+                fail(relationship.name, "takes at most \(maxCount) objects (has \(count))")
             }
         }
         return failures

@@ -256,6 +256,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         if state.contains(.inserted) {
             unregister(object)
             object._state = [.deleted, .detached]
+            discardRelationships(of: object)
             return
         }
         object._state.insert(.deleted)

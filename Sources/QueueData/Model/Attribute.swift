@@ -37,12 +37,56 @@ public struct Attribute<Value: Codable> {
     ///     first name, when renamed more than once):
     ///     migration carries its values over.
     public init(wrappedValue defaultValue: Value, originalName: String? = nil) {
-        slot = UInt16(truncatingIfNeeded: qd_attribute_slot_take())
+        slot = Self._declare(defaultValue, options: [], originalName: originalName, transform: nil, validate: nil)
+    }
+
+    /// Declares an attribute with options, such as ``AttributeOptions/unique``.
+    ///
+    /// ```swift
+    /// @Attribute(.unique) var email: String = ""
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - defaultValue: The value new objects start with.
+    ///   - options: What else the attribute is: ``AttributeOptions/unique``.
+    ///   - originalName: The attribute's name in stores written before it was renamed.
+    public init(wrappedValue defaultValue: Value, _ options: AttributeOptions, originalName: String? = nil) {
+        slot = Self._declare(defaultValue, options: options, originalName: originalName, transform: nil, validate: nil)
+    }
+
+    /// Takes the attribute's slot and, while a model discovers the class, records the
+    /// declaration.
+    static func _declare(
+        _ defaultValue: Value,
+        options: AttributeOptions,
+        originalName: String?,
+        transform: (@Sendable (StoredValue) throws -> StoredValue)?,
+        validate: (@Sendable (StoredValue) throws -> Void)?
+    ) -> UInt16 {
+        let slot = UInt16(truncatingIfNeeded: qd_attribute_slot_take())
         if let recorder = AttributeRecorder.current {
             recorder.record(
                 Value.self, defaultValue: Result { try Self._encodeChecked(defaultValue) }, originalName: originalName,
-                transform: nil)
+                transform: transform, validate: validate, isUnique: options.contains(.unique))
         }
+        return slot
+    }
+
+    /// The value of a stored form, outside any object (for validation closures).
+    static func _decodeDetached(_ stored: StoredValue) throws -> Value {
+        if let native = Value.self as? any AttributeValue.Type {
+            guard let value = _decodeNative(native, stored) else {
+                throw ModelError(.invalidDefaultValue, "\(stored) is not a \(Value.self)")
+            }
+            return value
+        }
+        let json: Data
+        switch stored {
+        case .null: json = Data("null".utf8)
+        case .data(let data): json = data
+        default: throw ModelError(.invalidDefaultValue, "\(stored) is not a \(Value.self)")
+        }
+        return try TransformableCoding.decoder().decode(Value.self, from: json)
     }
 
     /// Not available: attributes live in their object's row, reached through the enclosing
@@ -152,13 +196,75 @@ extension Attribute where Value: SendableMetatype {
         originalName: String? = nil,
         transform: @escaping @Sendable (StoredValue) throws -> Value
     ) {
-        slot = UInt16(truncatingIfNeeded: qd_attribute_slot_take())
-        if let recorder = AttributeRecorder.current {
-            recorder.record(
-                Value.self, defaultValue: Result { try Self._encodeChecked(defaultValue) }, originalName: originalName,
-                transform: { @Sendable old in try Self._encodeChecked(transform(old)) })
-        }
+        slot = Self._declare(
+            defaultValue, options: [], originalName: originalName,
+            transform: { @Sendable old in try Self._encodeChecked(transform(old)) }, validate: nil)
     }
+
+    /// Declares an attribute with a validation closure: `save()` calls it with the value of
+    /// every inserted and updated object, and a throw makes the save fail with a
+    /// ``ValidationError`` naming the object, the attribute and the error.
+    ///
+    /// ```swift
+    /// @Attribute(validate: { email in
+    ///     guard email.contains("@") else { throw InvalidEmail() }
+    /// })
+    /// var email: String = ""
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - defaultValue: The value new objects start with.
+    ///   - options: What else the attribute is: ``AttributeOptions/unique``.
+    ///   - originalName: The attribute's name in stores written before it was renamed.
+    ///   - validate: Throws if a value may not be saved.
+    public init(
+        wrappedValue defaultValue: Value,
+        _ options: AttributeOptions = [],
+        originalName: String? = nil,
+        validate: @escaping @Sendable (Value) throws -> Void
+    ) {
+        slot = Self._declare(
+            defaultValue, options: options, originalName: originalName, transform: nil,
+            validate: { @Sendable stored in try validate(try Self._decodeDetached(stored)) })
+    }
+
+    /// Declares an attribute with a migration transform and a validation closure.
+    ///
+    /// - Parameters:
+    ///   - defaultValue: The value new objects start with.
+    ///   - options: What else the attribute is: ``AttributeOptions/unique``.
+    ///   - originalName: The attribute's name in stores written before it was renamed.
+    ///   - transform: How migration converts a stored value of another type.
+    ///   - validate: Throws if a value may not be saved.
+    public init(
+        wrappedValue defaultValue: Value,
+        _ options: AttributeOptions = [],
+        originalName: String? = nil,
+        transform: @escaping @Sendable (StoredValue) throws -> Value,
+        validate: @escaping @Sendable (Value) throws -> Void
+    ) {
+        slot = Self._declare(
+            defaultValue, options: options, originalName: originalName,
+            transform: { @Sendable old in try Self._encodeChecked(transform(old)) },
+            validate: { @Sendable stored in try validate(try Self._decodeDetached(stored)) })
+    }
+}
+
+/// What else an attribute is, beyond its type and default.
+public struct AttributeOptions: OptionSet, Sendable, Hashable {
+    /// The options' bits.
+    public let rawValue: Int
+
+    /// Creates options from their bits.
+    public init(rawValue: Int) {
+        self.rawValue = rawValue
+    }
+
+    /// No two objects of the entity may hold the same value: a save that would create a
+    /// duplicate is a constraint conflict, which the merge policy settles (see
+    /// ``MergePolicy``). For combinations of attributes, override
+    /// ``ManagedObject/uniquenessConstraints``.
+    public static let unique = AttributeOptions(rawValue: 1 << 0)
 }
 
 extension Attribute where Value: ExpressibleByNilLiteral {

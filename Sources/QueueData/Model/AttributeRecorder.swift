@@ -16,6 +16,8 @@ final class AttributeRecorder {
         let defaultValue: Result<StoredValue, any Error>
         let originalName: String?
         let transform: (@Sendable (StoredValue) throws -> StoredValue)?
+        let validate: (@Sendable (StoredValue) throws -> Void)?
+        let isUnique: Bool
     }
 
     /// A `@Relationship` declaration: everything but the name, which `Mirror` supplies.
@@ -47,7 +49,9 @@ final class AttributeRecorder {
         _ type: Value.Type,
         defaultValue: Result<StoredValue, any Error>,
         originalName: String?,
-        transform: (@Sendable (StoredValue) throws -> StoredValue)?
+        transform: (@Sendable (StoredValue) throws -> StoredValue)?,
+        validate: (@Sendable (StoredValue) throws -> Void)?,
+        isUnique: Bool
     ) {
         let attributeType: AttributeType
         let isOptional: Bool
@@ -61,7 +65,8 @@ final class AttributeRecorder {
         declarations.append(
             Declaration(
                 valueType: Value.self, attributeType: attributeType, isOptional: isOptional,
-                defaultValue: defaultValue, originalName: originalName, transform: transform))
+                defaultValue: defaultValue, originalName: originalName, transform: transform, validate: validate,
+                isUnique: isUnique))
     }
 
     /// Runs `body` with this recorder installed on the thread.

@@ -20,6 +20,14 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     public let originalName: String?
     /// How migration converts stored values of other types, by attribute name.
     let attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue]
+    /// The validation closures of attributes, by attribute index.
+    let attributeValidators: [Int: @Sendable (StoredValue) throws -> Void]
+    /// The sets of attributes whose values no two objects of the entity may share (Core
+    /// Data's uniqueness constraints): from `@Attribute(.unique)` and
+    /// ``ManagedObject/uniquenessConstraints``.
+    public let uniquenessConstraints: [[String]]
+    /// `uniquenessConstraints` as attribute indexes.
+    let uniquenessColumns: [[Int]]
     /// The default value of every column (attributes, then relationships), in slot order.
     let defaultRow: [StoredValue]
     /// The index of every attribute by name.
@@ -51,6 +59,29 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
             classLineage: [], originalName: originalName)
     }
 
+    /// Describes an entity without a `ManagedObject` subclass, with uniqueness constraints.
+    ///
+    /// - Parameters:
+    ///   - name: The entity's name.
+    ///   - attributes: Its attributes, in row order.
+    ///   - relationships: Its relationships.
+    ///   - uniquenessConstraints: Sets of attribute names whose values no two objects may
+    ///     share.
+    ///   - originalName: Its name in stores written before it was renamed.
+    /// - Throws: ``ModelError`` as the other initializer does, and when a constraint names an
+    ///   attribute the entity does not have.
+    public convenience init(
+        name: String,
+        attributes: [AttributeDescription],
+        relationships: [RelationshipDescription] = [],
+        uniquenessConstraints: [[String]],
+        originalName: String? = nil
+    ) throws {
+        try self.init(
+            name: name, attributes: attributes, relationships: relationships, managedObjectClass: ManagedObject.self,
+            classLineage: [], originalName: originalName, uniquenessConstraints: uniquenessConstraints)
+    }
+
     init(
         name: String,
         attributes: [AttributeDescription],
@@ -58,7 +89,9 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         managedObjectClass: ManagedObject.Type,
         classLineage: [ObjectIdentifier],
         originalName: String? = nil,
-        attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:]
+        attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:],
+        attributeValidators: [Int: @Sendable (StoredValue) throws -> Void] = [:],
+        uniquenessConstraints: [[String]] = []
     ) throws {
         try Self.validateName(name, entityName: name, what: "entity")
         var indexes: [String: Int] = [:]
@@ -100,6 +133,25 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
                     + "\(UInt16.max) are supported.",
                 entityName: name)
         }
+        var uniquenessColumns: [[Int]] = []
+        for constraint in uniquenessConstraints where !constraint.isEmpty {
+            let columns = try constraint.map { attributeName in
+                guard let index = indexes[attributeName] else {
+                    throw ModelError(
+                        .unsupportedDeclaration,
+                        "The uniqueness constraint \(constraint) of '\(name)' names '\(attributeName)', which is not "
+                            + "one of its attributes.",
+                        entityName: name, attributeName: attributeName)
+                }
+                return index
+            }
+            if !uniquenessColumns.contains(columns) {
+                uniquenessColumns.append(columns)
+            }
+        }
+        self.uniquenessColumns = uniquenessColumns
+        self.uniquenessConstraints = uniquenessColumns.map { $0.map { attributes[$0].name } }
+        self.attributeValidators = attributeValidators
         self.name = name
         self.attributes = attributes
         self.relationships = relationships
@@ -131,7 +183,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         }
         return try EntityDescription(
             name: name, attributes: attributes, relationships: relationships, managedObjectClass: managedObjectClass,
-            classLineage: classLineage, originalName: originalName, attributeTransforms: attributeTransforms)
+            classLineage: classLineage, originalName: originalName, attributeTransforms: attributeTransforms,
+            attributeValidators: attributeValidators, uniquenessConstraints: uniquenessConstraints)
     }
 
     /// The number of slots in a row: attributes, then relationships.

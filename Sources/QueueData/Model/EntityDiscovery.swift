@@ -93,8 +93,14 @@ enum EntityDiscovery {
         }
         var attributes: [AttributeDescription] = []
         var transforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:]
-        for (name, declaration) in zip(names, declarations) {
+        var validators: [Int: @Sendable (StoredValue) throws -> Void] = [:]
+        var constraints: [[String]] = []
+        for (index, (name, declaration)) in zip(names, declarations).enumerated() {
             transforms[name] = declaration.transform
+            validators[index] = declaration.validate
+            if declaration.isUnique {
+                constraints.append([name])
+            }
             let defaultValue: StoredValue
             switch declaration.defaultValue {
             case .success(let value):
@@ -132,7 +138,8 @@ enum EntityDiscovery {
         }
         return try EntityDescription(
             name: entityName, attributes: attributes, relationships: relationships, managedObjectClass: type,
-            classLineage: lineage, originalName: originalName, attributeTransforms: transforms)
+            classLineage: lineage, originalName: originalName, attributeTransforms: transforms,
+            attributeValidators: validators, uniquenessConstraints: constraints + type.uniquenessConstraints)
     }
 
     /// The construction of discovery prototypes: an empty entity and a confinement that no

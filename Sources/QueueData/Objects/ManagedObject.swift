@@ -107,6 +107,19 @@ open class ManagedObject: Hashable {
         nil
     }
 
+    /// Sets of attributes whose values no two objects of the entity may share (Core Data's
+    /// uniqueness constraints), beyond single attributes declared `@Attribute(.unique)`:
+    ///
+    /// ```swift
+    /// override class var uniquenessConstraints: [[String]] { [["firstName", "lastName"]] }
+    /// ```
+    ///
+    /// A save that would create a duplicate is a constraint conflict, settled by the context's
+    /// ``MergePolicy``.
+    open class var uniquenessConstraints: [[String]] {
+        []
+    }
+
     // MARK: Identity and state
 
     /// The object's ID: temporary until its context saves it.

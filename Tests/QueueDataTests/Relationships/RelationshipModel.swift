@@ -54,3 +54,44 @@ extension ManagedObjectContext {
         try fetch(FetchRequest<Object>(predicate: predicate)).first!
     }
 }
+
+// Delete rules and validation.
+
+struct InvalidEmail: Error, CustomStringConvertible {
+    var description: String { "is not an email address" }
+}
+
+final class Team: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "team", deleteRule: .deny, minCount: 1, maxCount: 3) var members: Set<Member>
+}
+
+final class Member: ManagedObject {
+    @Attribute(validate: { email in
+        guard email.contains("@") else { throw InvalidEmail() }
+    })
+    var email: String = "someone@example.com"
+    @Relationship(inverse: "members", isOptional: false) var team: Team?
+}
+
+final class Library: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "library") var books: Set<Book>
+}
+
+final class Book: ManagedObject {
+    @Attribute var title: String = ""
+    @Relationship(inverse: "books", isOptional: false) var library: Library?
+}
+
+/// A tree whose every link cascades both ways: deleting any node deletes the whole tree.
+final class Node: ManagedObject {
+    @Attribute var depth: Int = 0
+    @Relationship(inverse: "parent", deleteRule: .cascade) var children: Set<Node>
+    @Relationship(inverse: "children", deleteRule: .cascade) var parent: Node?
+}
+
+let rulesModel = ManagedObjectModel([
+    Explorer.self, Expedition.self, Waypoint.self, Tag.self, Passport.self, Team.self, Member.self, Library.self,
+    Book.self, Node.self,
+])

@@ -1,0 +1,83 @@
+extension ManagedObjectContext {
+    /// Applies the delete rules of every object the save deletes, before anything is
+    /// validated or written: cascades delete the related objects (and theirs, cycles ending),
+    /// nullify (and no action) makes the related objects that stay stop pointing back.
+    ///
+    /// - Returns: The objects a deny rule protects; when there are any, nothing was changed.
+    func propagateDeletes() -> [ValidationError.Failure] {
+        let roots = pendingDeletes.filter(Self.isPendingDelete)
+        guard !roots.isEmpty, roots.contains(where: { !$0.entity.relationships.isEmpty }) else { return [] }
+        // Every object the save will delete, following cascades, without changing anything yet.
+        var doomed: [ManagedObject] = []
+        var seen = Set<ObjectIdentifier>()
+        var queue = roots
+        while let object = queue.popLast() {
+            guard seen.insert(ObjectIdentifier(object)).inserted else { continue }
+            doomed.append(object)
+            forEachRelationship(of: object) { column, link in
+                guard link.relationship.deleteRule == .cascade else { return }
+                queue += relatedObjects(of: object, column: column).filter { !$0._state.contains(.detached) }
+            }
+        }
+        var failures: [ValidationError.Failure] = []
+        for object in doomed {
+            forEachRelationship(of: object) { column, link in
+                guard link.relationship.deleteRule == .deny else { return }
+                let blocking = relatedObjects(of: object, column: column).filter {
+                    !seen.contains(ObjectIdentifier($0)) && !$0._state.contains(.deleted)
+                }
+                guard !blocking.isEmpty else { return }
+                failures.append(
+                    ValidationError.Failure(
+                        objectID: object._objectID, entityName: object.entity.name, property: link.relationship.name,
+                        reason: "cannot be deleted while '\(link.relationship.name)' refers to "
+                            + blocking.map { "\($0._objectID)" }.joined(separator: ", ")
+                            + " (its delete rule is deny)"))
+            }
+        }
+        guard failures.isEmpty else { return failures }
+        for object in doomed where !object._state.contains(.deleted) {
+            delete(object)
+        }
+        for object in doomed {
+            detachFromRelatedObjects(object, keeping: seen)
+        }
+        return []
+    }
+
+    /// Makes the objects `object` points to stop pointing back, except those in `doomed` (they
+    /// go too).
+    func detachFromRelatedObjects(_ object: ManagedObject, keeping doomed: Set<ObjectIdentifier> = []) {
+        let key = object._objectID.rawValue
+        forEachRelationship(of: object) { column, link in
+            for target in relatedObjects(of: object, column: column) where !doomed.contains(ObjectIdentifier(target)) {
+                removeKey(key, from: target, column: link.inverseColumn, relationship: link.inverse)
+            }
+        }
+    }
+
+    /// An inserted object being discarded: cascades discard (or delete) its related objects,
+    /// and the others stop pointing to it, at once (it never reaches the store).
+    func discardRelationships(of object: ManagedObject) {
+        guard !object.entity.relationships.isEmpty else { return }
+        var cascaded: [ManagedObject] = []
+        forEachRelationship(of: object) { column, link in
+            if link.relationship.deleteRule == .cascade {
+                cascaded += relatedObjects(of: object, column: column)
+            }
+        }
+        detachFromRelatedObjects(object)
+        for target in cascaded {
+            delete(target)
+        }
+    }
+
+    /// Calls `body` with the row slot and link of each of `object`'s relationships.
+    private func forEachRelationship(of object: ManagedObject, _ body: (Int, RelationshipLink) -> Void) {
+        let entity = object.entity
+        guard !entity.relationships.isEmpty, let entityIndex = object._objectID.key.entityIndex else { return }
+        for (offset, link) in model.relationshipLinks[entityIndex].enumerated() {
+            body(entity.attributes.count + offset, link)
+        }
+    }
+}
