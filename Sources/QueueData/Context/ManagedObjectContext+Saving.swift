@@ -10,7 +10,9 @@ extension ManagedObjectContext {
     /// without changes does nothing.
     ///
     /// - Throws: ``ValidationError`` listing every invalid object and property;
-    ///   ``MergeConflictError`` when an object it updates was deleted by another save;
+    ///   ``MergeConflictError`` when objects it changes were changed or deleted by another
+    ///   save, or it would give two objects the same unique values, and the merge policy did
+    ///   not settle it;
     ///   ``StoreError`` when the store cannot commit. On failure nothing is written and the
     ///   context keeps all its changes, to fix and save again, or roll back.
     /// - Important: Call on the context's queue.
@@ -96,7 +98,12 @@ extension ManagedObjectContext {
         // Committed: bring the objects up to date.
         var insertedIDs: [ObjectID] = []
         insertedIDs.reserveCapacity(inserts.count)
-        for (object, row) in zip(inserts, outcome.inserted) {
+        var upserted: [(object: ManagedObject, row: CommittedRow)] = []
+        for (position, (object, row)) in zip(inserts, outcome.inserted).enumerated() {
+            guard !outcome.upsertedInserts.contains(position) else {
+                upserted.append((object, row))
+                continue
+            }
             let entityIndex = object._objectID.key.entityIndex!
             registry[entityIndex][object._objectID.rawValue] = nil
             let permanentID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
@@ -127,6 +134,24 @@ extension ManagedObjectContext {
         }
         for object in updates {
             object._state.remove(.updated)
+        }
+        // Inserted objects upserted into another object (a uniqueness constraint) take its ID
+        // and its row. The object registered for that ID stays registered, so that references
+        // to it keep working; an inserted object that finds one leaves the context.
+        for (object, row) in upserted {
+            let entityIndex = object._objectID.key.entityIndex!
+            registry[entityIndex][object._objectID.rawValue] = nil
+            object._objectID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
+            object._load(row.values)
+            object._snapshot = row.values
+            object._snapshotVersion = row.version
+            if let registered = registry[entityIndex][row.primaryKey], registered !== object {
+                registered._apply(row, keepingLocalChanges: false)
+                object._state = [.detached]
+            } else {
+                registry[entityIndex][row.primaryKey] = object
+                object._state = []
+            }
         }
         // Rows the commit changed to keep relationships consistent, beyond what this context
         // changed: its objects for them take the committed state, as a merge would.

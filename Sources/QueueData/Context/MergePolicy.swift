@@ -21,6 +21,23 @@
 /// is discarded); ``mergeByPropertyObjectTrump`` and ``overwrite`` delete it. Deleting an
 /// object that is already deleted is never a conflict.
 ///
+/// **Uniqueness constraints** (`@Attribute(.unique)`, ``ManagedObject/uniquenessConstraints``):
+/// an *inserted* object whose unique values another object already holds (saved, or inserted
+/// earlier in the same save) is a constraint conflict. ``error`` (and a custom policy) throws
+/// ``MergeConflictError`` naming both objects in
+/// ``MergeConflictError/constraintConflicts``. The other four **upsert**, as Core Data does:
+/// the inserted object goes into the existing one, which keeps its ``ObjectID`` and its
+/// relationships, and every reference to the inserted object now points at it. The values
+/// are merged as above, with the entity's defaults as the inserted object's "last seen"
+/// values: ``mergeByPropertyObjectTrump`` takes every value the inserted object set,
+/// ``mergeByPropertyStoreTrump`` only those the existing object leaves at their defaults,
+/// ``overwrite`` the inserted object whole (its to-many relationships replace the existing
+/// ones; the others add to them), ``rollback`` none. After the save the inserted object has
+/// the existing object's ID and values; if the context had that object registered, the
+/// registered instance stays and the inserted one leaves the context (still readable). An
+/// *update* that would duplicate another object's unique values, or an insert colliding
+/// with an object of another entity of its hierarchy or with two objects, always throws.
+///
 /// After a save that resolved conflicts, the saving context's objects hold what was stored.
 /// Resolution runs on the coordinator's queue, in the same step as the commit: no other save
 /// can slip in between.

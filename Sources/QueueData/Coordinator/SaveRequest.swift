@@ -52,8 +52,11 @@ struct RowKey: Hashable, Sendable {
 
 /// What the coordinator committed, for the saving context and the merge notification.
 struct SaveOutcome: Sendable {
-    /// The committed row of each insert, in request order (permanent keys).
+    /// The committed row of each insert, in request order (permanent keys); for an insert
+    /// upserted into another object (a uniqueness constraint), that object's row.
     var inserted: [CommittedRow]
+    /// The positions of the inserts that were upserted into another object.
+    var upsertedInserts: Set<Int> = []
     /// The committed state, after the save, of every object the request updated or deleted:
     /// the row, or `nil` if the object no longer exists.
     var finalRows: [RowKey: CommittedRow?]

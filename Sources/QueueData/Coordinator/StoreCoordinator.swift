@@ -20,6 +20,8 @@ final class StoreCoordinator: @unchecked Sendable {
 
     private var store: (any PersistentStore)?
     private(set) var tables: [EntityTable]
+    /// The committed rows' values of every uniqueness constraint.
+    var uniquenessIndexes: [UniquenessIndex]
     /// The store's metadata; `nextPrimaryKeys` is kept in `tables`.
     private let baseMetadata: StoreMetadata
 
@@ -45,6 +47,7 @@ final class StoreCoordinator: @unchecked Sendable {
                 contents = migration.contents
                 do {
                     self.tables = try Self.loadTables(contents, model: model)
+                    self.uniquenessIndexes = try Self.uniquenessIndexes(of: tables, model: model)
                 } catch let error as StoreError where error.code == .corrupted {
                     // The original loaded; what makes the migrated rows unusable is the migration.
                     throw StoreError(
@@ -58,6 +61,7 @@ final class StoreCoordinator: @unchecked Sendable {
                 migration.progress.finish()
             } else {
                 self.tables = try Self.loadTables(contents, model: model)
+                self.uniquenessIndexes = try Self.uniquenessIndexes(of: tables, model: model)
             }
         } catch var error as StoreError {
             store.close()
@@ -401,12 +405,24 @@ final class StoreCoordinator: @unchecked Sendable {
         }
 
         var insertedValues = request.inserts.map(\.values)
+        var inserts = request.inserts
+        var upserts: [Int: RowKey] = [:]
+        if !uniquenessIndexes.isEmpty {
+            upserts = try resolveUniqueness(
+                &plan, insertedValues: &insertedValues, inserts: inserts, insertKeys: insertKeys,
+                policy: request.mergePolicy)
+            if !upserts.isEmpty {
+                let kept = inserts.indices.filter { upserts[$0] == nil }
+                inserts = kept.map { inserts[$0] }
+                insertKeys = kept.map { insertKeys[$0] }
+                insertedValues = kept.map { insertedValues[$0] }
+            }
+        }
         if relational {
-            try repairRelationships(
-                &plan, insertedValues: &insertedValues, inserts: request.inserts, insertKeys: insertKeys)
+            try repairRelationships(&plan, insertedValues: &insertedValues, inserts: inserts, insertKeys: insertKeys)
         }
         var insertedRows: [CommittedRow] = []
-        insertedRows.reserveCapacity(request.inserts.count)
+        insertedRows.reserveCapacity(inserts.count)
         for (key, values) in zip(insertKeys, insertedValues) {
             insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: values))
         }
@@ -419,7 +435,7 @@ final class StoreCoordinator: @unchecked Sendable {
         var updatedTables = tables
         var changedRows: [(entityIndex: Int, row: CommittedRow)] = []
         var restoredRows: [(entityIndex: Int, row: CommittedRow)] = []
-        for (insert, row) in zip(request.inserts, insertedRows) {
+        for (insert, row) in zip(inserts, insertedRows) {
             changes[insert.entityIndex].inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
             updatedTables[insert.entityIndex].append(row)
         }
@@ -450,7 +466,12 @@ final class StoreCoordinator: @unchecked Sendable {
         if !changeSet.entities.isEmpty {
             try store.commit(changeSet, resultingState: state(of: updatedTables))
         }
+        let before = tables
         tables = updatedTables
+        updateUniquenessIndexes(
+            before: before,
+            written: zip(inserts, insertedRows).map { ($0.entityIndex, $1) } + restoredRows + changedRows,
+            deleted: plan.deletes)
 
         var finalRows: [RowKey: CommittedRow?] = [:]
         for update in request.updates {
@@ -461,9 +482,22 @@ final class StoreCoordinator: @unchecked Sendable {
             let key = RowKey(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
             finalRows[key] = .some(tables[key.entityIndex].row(for: key.primaryKey))
         }
+        // Every insert's row, in request order: an upserted one's is the row it went into.
+        var allInsertedRows = insertedRows
+        if !upserts.isEmpty {
+            var rowsByKey: [RowKey: CommittedRow] = [:]
+            for (insert, row) in zip(inserts, insertedRows) {
+                rowsByKey[RowKey(entityIndex: insert.entityIndex, primaryKey: row.primaryKey)] = row
+            }
+            var kept = insertedRows.makeIterator()
+            allInsertedRows = request.inserts.indices.map { position in
+                guard let target = upserts[position] else { return kept.next()! }
+                return rowsByKey[target] ?? tables[target.entityIndex].row(for: target.primaryKey)!
+            }
+        }
         return SaveOutcome(
-            inserted: insertedRows, finalRows: finalRows, changedRows: changedRows, restoredRows: restoredRows,
-            deletedKeys: plan.deletes)
+            inserted: allInsertedRows, upsertedInserts: Set(upserts.keys), finalRows: finalRows,
+            changedRows: changedRows, restoredRows: restoredRows, deletedKeys: plan.deletes)
     }
 
     /// Runs ``repairInverses(rows:written:deleted:temporaryKeys:)`` over the plan and the
@@ -509,7 +543,7 @@ final class StoreCoordinator: @unchecked Sendable {
     }
 
     /// The changes a commit makes, once conflicts are resolved.
-    private struct CommitPlan {
+    struct CommitPlan {
         var updates: [(key: RowKey, values: [StoredValue], changedSlots: [Int])] = []
         var restores: [(key: RowKey, values: [StoredValue], baseVersion: Int64)] = []
         var deletes: [RowKey] = []

@@ -260,9 +260,11 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
         self.rawValue = rawValue
     }
 
-    /// No two objects of the entity may hold the same value: a save that would create a
-    /// duplicate is a constraint conflict, which the merge policy settles (see
-    /// ``MergePolicy``). For combinations of attributes, override
+    /// No two objects of the entity (and its subentities) may hold the same value: a save
+    /// that would create a duplicate is a constraint conflict, which the merge policy settles
+    /// (see ``MergePolicy``: ``MergePolicy/error`` throws, the others upsert an inserted
+    /// duplicate into the existing object). `nil` is not a value: any number of objects may
+    /// leave an optional unique attribute unset. For combinations of attributes, override
     /// ``ManagedObject/uniquenessConstraints``.
     public static let unique = AttributeOptions(rawValue: 1 << 0)
 }

@@ -1,0 +1,67 @@
+/// One uniqueness constraint and the committed rows' values for it: which row holds each
+/// combination of values.
+///
+/// A constraint declared on an entity also binds its subentities (they inherit the attributes
+/// and the declaration), across all of them: an entity and its subentities share one index.
+/// A row with `nil` in any of the constraint's attributes is not constrained (as with SQL's
+/// `UNIQUE`): any number of rows may leave a unique attribute unset.
+struct UniquenessIndex: Sendable {
+    /// The entity that declares the constraint (the topmost one in its hierarchy).
+    let entityName: String
+    /// The constrained attributes, in declaration order.
+    let attributeNames: [String]
+    /// The constrained attributes' slots in each entity the constraint binds, by entity index.
+    let columns: [Int: [Int]]
+    /// The row holding each combination of values.
+    var rows: [[StoredValue]: RowKey] = [:]
+
+    /// The constrained values of `values`, a row of the entity at `entityIndex`; `nil` when
+    /// one of them is `nil` (the row is not constrained) or the constraint does not bind the
+    /// entity.
+    func values(of values: [StoredValue], entityIndex: Int) -> [StoredValue]? {
+        guard let columns = columns[entityIndex] else { return nil }
+        var result: [StoredValue] = []
+        result.reserveCapacity(columns.count)
+        for column in columns {
+            if case .null = values[column] {
+                return nil
+            }
+            result.append(values[column])
+        }
+        return result
+    }
+
+    /// The indexes of every constraint of `model`, empty (without rows).
+    static func indexes(for model: ManagedObjectModel) -> [UniquenessIndex] {
+        let entities = model.entities
+        /// Whether `entity` is `ancestor` or one of its subentities.
+        func descends(_ entity: EntityDescription, from ancestor: EntityDescription) -> Bool {
+            entity === ancestor
+                || (ancestor.managedObjectClass != ManagedObject.self
+                    && entity.classLineage.contains(ObjectIdentifier(ancestor.managedObjectClass)))
+        }
+        var indexes: [UniquenessIndex] = []
+        var positions: [String: Int] = [:]
+        for (entityIndex, entity) in entities.enumerated() {
+            for (constraint, columns) in zip(entity.uniquenessConstraints, entity.uniquenessColumns) {
+                // The topmost entity of the hierarchy declaring the same constraint names the index.
+                let root =
+                    entities.filter { descends(entity, from: $0) && $0.uniquenessConstraints.contains(constraint) }
+                    .min { $0.classLineage.count < $1.classLineage.count } ?? entity
+                let identifier = ([root.name] + constraint).joined(separator: "\u{0}")
+                if let position = positions[identifier] {
+                    var merged = indexes[position].columns
+                    merged[entityIndex] = columns
+                    indexes[position] = UniquenessIndex(
+                        entityName: root.name, attributeNames: constraint, columns: merged)
+                } else {
+                    positions[identifier] = indexes.count
+                    indexes.append(
+                        UniquenessIndex(
+                            entityName: root.name, attributeNames: constraint, columns: [entityIndex: columns]))
+                }
+            }
+        }
+        return indexes
+    }
+}
