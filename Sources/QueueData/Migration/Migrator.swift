@@ -186,7 +186,8 @@ struct Migrator {
         return EntityMapping(stored: stored, sources: sources, isIdentity: isIdentity)
     }
 
-    /// The sources of the model entity's relationships: added ones start empty, removed ones
+    /// The sources of the model entity's relationships: added ones start empty (or take their
+    /// objects from a carried-over inverse, see `fillAddedRelationships`), removed ones
     /// are dropped, renamed ones carried over; a to-one becoming a to-many (or an order
     /// change) re-encodes the keys, a to-many becoming a to-one carries rows with at most one
     /// object and fails on others; a new destination that is not the old one (renamed) cannot
@@ -385,7 +386,49 @@ struct Migrator {
             result.append(converted)
             nextPrimaryKeys.append(nextKey)
         }
+        try fillAddedRelationships(&result, inference)
         return (result, nextPrimaryKeys)
+    }
+
+    /// Fills each added relationship whose inverse was carried over (one side of a pair
+    /// renamed without a renaming identifier, or added to a one-sided pair) from that inverse,
+    /// so that both sides agree.
+    ///
+    /// - Throws: ``StoreError/Code/migrationFailed`` when an added to-one relationship would
+    ///   refer to several objects.
+    private func fillAddedRelationships(_ rows: inout [[StoredRow]], _ inference: Inference) throws {
+        for (entityIndex, entity) in model.entities.enumerated() where !entity.relationships.isEmpty {
+            for (offset, link) in model.relationshipLinks[entityIndex].enumerated() {
+                let column = entity.attributes.count + offset
+                guard case .defaultValue = inference.mappings[entityIndex].sources[column],
+                    case .relationship = inference.mappings[link.destinationIndex].sources[link.inverseColumn]
+                else { continue }
+                var positions: [Int64: Int] = [:]
+                for (position, row) in rows[entityIndex].enumerated() {
+                    positions[row.primaryKey] = position
+                }
+                var referrers = [[Int64]](repeating: [], count: rows[entityIndex].count)
+                for row in rows[link.destinationIndex] {
+                    for key in RelationshipKeys.decode(row.values[link.inverseColumn]) {
+                        // A reference to a missing row is reported when the rows load.
+                        guard let position = positions[key] else { continue }
+                        referrers[position].append(row.primaryKey)
+                    }
+                }
+                for (position, keys) in referrers.enumerated() where !keys.isEmpty {
+                    guard link.relationship.isToMany || keys.count == 1 else {
+                        let destination = model.entities[link.destinationIndex].name
+                        throw StoreError(
+                            .migrationFailed,
+                            "Row \(rows[entityIndex][position].primaryKey) of '\(entity.name)': the new to-one "
+                                + "relationship '\(link.relationship.name)' takes its objects from its inverse "
+                                + "'\(destination).\(link.inverse.name)', where \(keys.count) objects refer to this "
+                                + "row. Nothing was changed.")
+                    }
+                    rows[entityIndex][position].values[column] = RelationshipKeys.encode(keys, for: link.relationship)
+                }
+            }
+        }
     }
 
     private func values(
