@@ -68,9 +68,10 @@ struct RelationshipPredicateTests {
         #expect(try titles(context, #Predicate { $0.waypoints.count > 1 }) == ["Arctic", "Sahara"])
         #expect(
             try titles(context, #Predicate { $0.tags.contains { $0.label == "winter" } }) == ["Andes", "Arctic"])
-        #expect(try titles(context, #Predicate { $0.tags.allSatisfy { $0.label == "winter" } }) == [
-            "Andes", "Sahara", "Unled",
-        ])
+        #expect(
+            try titles(context, #Predicate { $0.tags.allSatisfy { $0.label == "winter" } }) == [
+                "Andes", "Sahara", "Unled",
+            ])
         let polarID = try context.performAndWait {
             try context.first(Tag.self, where: #Predicate { $0.label == "polar" }).objectID
         }
