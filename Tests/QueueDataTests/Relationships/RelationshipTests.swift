@@ -233,6 +233,82 @@ struct RelationshipTests {
         }
     }
 
+    @Test(
+        "a graph of more than 10,000 objects saved and reloaded equals itself",
+        arguments: ["memory", "journal", "json"])
+    func largeGraphRoundTrip(kind: String) throws {
+        let directory = TemporaryDirectory("rel-large-\(kind)")
+        let store = InMemoryStore()
+        let writer = graphManager(kind, directory, store: store)
+        let context = try writer.createContext()
+        var generator = SeededGenerator(seed: 42)
+        let written = try context.performAndWait {
+            let tags = (0..<100).map { index in
+                let tag = context.insert(Tag.self)
+                tag.label = "tag \(index)"
+                return tag
+            }
+            for explorerIndex in 0..<500 {
+                let explorer = context.insert(Explorer.self)
+                explorer.name = "explorer \(explorerIndex)"
+                if explorerIndex.isMultiple(of: 2) {
+                    explorer.passport = context.insert(Passport.self)
+                    explorer.passport?.number = "P\(explorerIndex)"
+                }
+                for expeditionIndex in 0..<4 {
+                    let expedition = context.insert(Expedition.self)
+                    expedition.title = "expedition \(explorerIndex).\(expeditionIndex)"
+                    expedition.leader = explorer
+                    expedition.tags = Set((0..<2).map { _ in tags[Int(generator.next() % 100)] })
+                    expedition.waypoints = (0..<4).map { point in
+                        let waypoint = context.insert(Waypoint.self)
+                        waypoint.name = "waypoint \(explorerIndex).\(expeditionIndex).\(point)"
+                        return waypoint
+                    }
+                    expedition.waypoints.reverse()
+                }
+            }
+            #expect(context.insertedObjects.count > 10_000)
+            try context.save()
+            return try Self.describeGraph(context)
+        }
+        writer.close()
+
+        let reader = graphManager(kind, directory, store: store)
+        let again = try reader.createContext()
+        let read = try again.performAndWait { try Self.describeGraph(again) }
+        #expect(read.count == written.count)
+        #expect(read == written)
+    }
+
+    /// Every object of the graph model as a line: its attributes and its related objects' names.
+    private static func describeGraph(_ context: ManagedObjectContext) throws -> [String] {
+        func names<Object: ManagedObject>(_ objects: some Sequence<Object>, _ name: (Object) -> String) -> String {
+            objects.map(name).sorted().joined(separator: ",")
+        }
+        var lines: [String] = []
+        for explorer in try context.fetch(FetchRequest<Explorer>()) {
+            lines.append(
+                "E \(explorer.name) passport=\(explorer.passport?.number ?? "-") "
+                    + names(explorer.expeditions, \.title))
+        }
+        for expedition in try context.fetch(FetchRequest<Expedition>()) {
+            lines.append(
+                "X \(expedition.title) leader=\(expedition.leader?.name ?? "-") tags=\(names(expedition.tags, \.label)) "
+                    + expedition.waypoints.map(\.name).joined(separator: ","))
+        }
+        for waypoint in try context.fetch(FetchRequest<Waypoint>()) {
+            lines.append("W \(waypoint.name) \(waypoint.expedition?.title ?? "-")")
+        }
+        for tag in try context.fetch(FetchRequest<Tag>()) {
+            lines.append("T \(tag.label) \(names(tag.expeditions, \.title))")
+        }
+        for passport in try context.fetch(FetchRequest<Passport>()) {
+            lines.append("P \(passport.number) \(passport.holder?.name ?? "-")")
+        }
+        return lines.sorted()
+    }
+
     // MARK: Between contexts
 
     @Test("other contexts merge relationship changes, and unsaved additions survive a merge")
