@@ -95,15 +95,15 @@ extension ManagedObjectContext {
     /// its row goes away with the save).
     func removeKey(_ key: Int64, from object: ManagedObject, column: Int, relationship: RelationshipDescription) {
         guard !object._state.contains(.deleted) else { return }
-        let keys = RelationshipKeys.decode(object._values[column])
-        guard keys.contains(key) else { return }
-        object._setValue(RelationshipKeys.encode(keys.filter { $0 != key }, for: relationship), at: column)
+        if relationship.isToMany {
+            object._updateValue(at: column) { RelationshipKeys.remove(key, from: &$0, for: relationship) }
+        } else if case .integer(key) = object._values[column] {
+            object._setValue(.null, at: column)
+        }
     }
 
     /// Adds `key` to `object`'s to-many relationship at `column`, at the end if ordered.
     func addKey(_ key: Int64, to object: ManagedObject, column: Int, relationship: RelationshipDescription) {
-        let keys = RelationshipKeys.decode(object._values[column])
-        guard !keys.contains(key) else { return }
-        object._setValue(RelationshipKeys.encode(keys + [key], for: relationship), at: column)
+        object._updateValue(at: column) { RelationshipKeys.insert(key, into: &$0, for: relationship) }
     }
 }

@@ -81,6 +81,9 @@ extension StoreCoordinator {
         deleted: Set<RowKey>,
         temporaryKeys: [RowKey: Int64]
     ) throws {
+        // To-many columns being edited, decoded once: a parent with many children written in
+        // one save is edited once per child, and re-encoding its keys each time is quadratic.
+        var edited: [ColumnKey: EditedKeys] = [:]
         func current(_ key: RowKey) -> [StoredValue]? {
             if deleted.contains(key) { return nil }
             return rows[key] ?? tables[key.entityIndex].row(for: key.primaryKey)?.values
@@ -93,33 +96,52 @@ extension StoreCoordinator {
             values[column] = value
             rows[key] = values
         }
-        func edit(_ key: RowKey, _ column: Int, _ relationship: RelationshipDescription, _ change: ([Int64]) -> [Int64])
-        {
-            guard let values = current(key) else { return }
-            let keys = RelationshipKeys.decode(values[column])
-            let changed = change(keys)
-            if changed != keys {
-                set(key, column, RelationshipKeys.encode(changed, for: relationship))
+        /// The keys `key`'s relationship at `column` holds now.
+        func keys(_ key: RowKey, _ column: Int) -> [Int64] {
+            if let keys = edited[ColumnKey(row: key, column: column)] {
+                return keys.resolved
             }
+            return current(key).map { RelationshipKeys.decode($0[column]) } ?? []
+        }
+        func editedKeys(_ key: RowKey, _ column: Int) -> EditedKeys? {
+            let columnKey = ColumnKey(row: key, column: column)
+            if let keys = edited[columnKey] {
+                return keys
+            }
+            guard let values = current(key) else { return nil }
+            return EditedKeys(RelationshipKeys.decode(values[column]))
+        }
+        /// Removes `target` from `key`'s relationship at `column`.
+        func remove(_ target: Int64, from key: RowKey, _ column: Int, _ relationship: RelationshipDescription) {
+            if relationship.isToMany {
+                guard var keys = editedKeys(key, column), keys.members.remove(target) != nil else { return }
+                edited[ColumnKey(row: key, column: column)] = keys
+            } else if let values = current(key), RelationshipKeys.decode(values[column]).first == target {
+                set(key, column, .null)
+            }
+        }
+        /// Adds `target` to `key`'s to-many relationship at `column` (at the end if ordered).
+        func add(_ target: Int64, to key: RowKey, _ column: Int) {
+            guard var keys = editedKeys(key, column), keys.members.insert(target).inserted else { return }
+            keys.order.append(target)
+            edited[ColumnKey(row: key, column: column)] = keys
         }
 
         for key in written {
             let entity = model.entities[key.entityIndex]
-            guard !entity.relationships.isEmpty, let after = rows[key] else { continue }
+            guard !entity.relationships.isEmpty, rows[key] != nil else { continue }
             let before = tables[key.entityIndex].row(for: key.primaryKey)?.values
             for (offset, link) in model.relationshipLinks[key.entityIndex].enumerated() {
                 let column = entity.attributes.count + offset
                 let old = before.map { RelationshipKeys.decode($0[column]) } ?? []
-                let new = RelationshipKeys.decode(rows[key]?[column] ?? after[column])
+                let new = keys(key, column)
                 guard old != new else { continue }
                 let oldSet = Set(old)
                 let newSet = Set(new)
                 for target in old where !newSet.contains(target) {
-                    edit(
-                        RowKey(entityIndex: link.destinationIndex, primaryKey: target), link.inverseColumn, link.inverse
-                    ) {
-                        $0.filter { $0 != key.primaryKey }
-                    }
+                    remove(
+                        key.primaryKey, from: RowKey(entityIndex: link.destinationIndex, primaryKey: target),
+                        link.inverseColumn, link.inverse)
                 }
                 for target in new where !oldSet.contains(target) {
                     let targetKey = RowKey(entityIndex: link.destinationIndex, primaryKey: target)
@@ -135,18 +157,15 @@ extension StoreCoordinator {
                         ])
                     }
                     if link.inverse.isToMany {
-                        edit(targetKey, link.inverseColumn, link.inverse) {
-                            $0.contains(key.primaryKey) ? $0 : $0 + [key.primaryKey]
-                        }
+                        add(key.primaryKey, to: targetKey, link.inverseColumn)
                     } else {
                         let previous = RelationshipKeys.decode(targetValues[link.inverseColumn]).first
                         guard previous != key.primaryKey else { continue }
                         set(targetKey, link.inverseColumn, .integer(key.primaryKey))
                         if let previous {
-                            edit(RowKey(entityIndex: key.entityIndex, primaryKey: previous), column, link.relationship)
-                            {
-                                $0.filter { $0 != target }
-                            }
+                            remove(
+                                target, from: RowKey(entityIndex: key.entityIndex, primaryKey: previous), column,
+                                link.relationship)
                         }
                     }
                 }
@@ -158,13 +177,52 @@ extension StoreCoordinator {
             let entity = model.entities[key.entityIndex]
             for (offset, link) in model.relationshipLinks[key.entityIndex].enumerated() {
                 for target in RelationshipKeys.decode(values[entity.attributes.count + offset]) {
-                    edit(
-                        RowKey(entityIndex: link.destinationIndex, primaryKey: target), link.inverseColumn, link.inverse
-                    ) {
-                        $0.filter { $0 != key.primaryKey }
-                    }
+                    remove(
+                        key.primaryKey, from: RowKey(entityIndex: link.destinationIndex, primaryKey: target),
+                        link.inverseColumn, link.inverse)
                 }
             }
         }
+        // The edited to-many columns, encoded once each.
+        for (columnKey, keys) in edited {
+            let entity = model.entities[columnKey.row.entityIndex]
+            let relationship = entity.relationships[columnKey.column - entity.attributes.count]
+            let value = RelationshipKeys.encode(keys.resolved, for: relationship)
+            if let values = current(columnKey.row), !StoredValue.isSame(values[columnKey.column], value) {
+                set(columnKey.row, columnKey.column, value)
+            }
+        }
+    }
+}
+
+/// One column of one row.
+private struct ColumnKey: Hashable {
+    var row: RowKey
+    var column: Int
+}
+
+/// The keys of a to-many relationship being edited: additions append to `order`, removals
+/// only leave `members`, and `resolved` puts them together.
+private struct EditedKeys {
+    /// The keys in order, including removed ones (and, after a removal and an addition, the
+    /// same key twice: its last place counts).
+    var order: [Int64]
+    /// The keys held now.
+    var members: Set<Int64>
+
+    init(_ keys: [Int64]) {
+        order = keys
+        members = Set(keys)
+    }
+
+    /// The keys held now, in order.
+    var resolved: [Int64] {
+        guard order.count != members.count else { return order }
+        var seen = Set<Int64>()
+        var result: [Int64] = []
+        for key in order.reversed() where members.contains(key) && seen.insert(key).inserted {
+            result.append(key)
+        }
+        return result.reversed()
     }
 }

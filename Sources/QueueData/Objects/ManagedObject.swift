@@ -282,6 +282,24 @@ open class ManagedObject: Hashable {
         }
     }
 
+    /// Changes the value at `slot` in place with `change`, which returns whether it changed
+    /// it. When the object needs no bookkeeping the value is moved out of its slot first, so
+    /// that a to-many relationship's keys (held nowhere else once copied on a first change)
+    /// grow without being copied each time.
+    final func _updateValue(at slot: Int, _ change: (inout StoredValue) -> Bool) {
+        if _canChangeWithoutRegistering {
+            let pointer = _values + slot
+            var value = pointer.move()
+            _ = change(&value)
+            pointer.initialize(to: value)
+        } else {
+            var value = _values[slot]
+            if change(&value) {
+                _setValue(value, at: slot)
+            }
+        }
+    }
+
     /// Registers the change if needed and replaces a value that may hold a payload.
     @usableFromInline
     final func _setValueSlowly(_ value: StoredValue, at slot: Int) {

@@ -14,7 +14,8 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The entity and store this ID belongs to (shared by every ID of the entity).
     @usableFromInline
     let key: EntityKey
-    /// The primary key when positive; a process-wide unique negative number for temporary IDs.
+    /// The primary key when positive; a process-wide unique negative number for temporary IDs
+    /// (`Int64.min` plus the count of temporary IDs handed out before, and this one).
     @usableFromInline
     let rawValue: Int64
 
@@ -23,9 +24,11 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
         self.rawValue = rawValue
     }
 
-    /// A new temporary ID, unique in this process.
+    /// A new temporary ID, unique in this process: `Int64.min` plus a count, so that each new
+    /// one is greater than the last (a new object's key goes last in a to-many relationship's
+    /// sorted keys) and every one is less than every primary key.
     static func temporary(for key: EntityKey) -> ObjectID {
-        ObjectID(key: key, rawValue: -temporaryIDCounter.wrappingAdd(1, ordering: .relaxed).newValue)
+        ObjectID(key: key, rawValue: Int64.min + temporaryIDCounter.wrappingAdd(1, ordering: .relaxed).newValue)
     }
 
     /// Whether the object has not been saved yet.
@@ -48,7 +51,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
         var components = URLComponents()
         components.scheme = Self.uriScheme
         components.host = key.storeIdentifier.uuidString
-        components.path = "/\(key.entityName)/\(rawValue < 0 ? "t\(-rawValue)" : "p\(rawValue)")"
+        components.path = "/\(key.entityName)/\(rawValue < 0 ? "t\(rawValue - Int64.min)" : "p\(rawValue)")"
         return components.url!
     }
 
@@ -64,7 +67,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
         else { return nil }
         switch tag {
         case "p": rawValue = number
-        case "t": rawValue = -number
+        case "t": rawValue = Int64.min + number
         default: return nil
         }
         key = EntityKey(entityName: String(parts[1]), storeIdentifier: store, entityIndex: nil)

@@ -38,6 +38,91 @@ enum RelationshipKeys {
         return .data(data)
     }
 
+    /// Adds `key` to the to-many `value` in place: at the end if the relationship is ordered,
+    /// at its place in key order otherwise. A binary search and one insertion of 8 bytes
+    /// (none when it goes last, as a new object's key does): no decoding, no sorting.
+    ///
+    /// - Returns: Whether `key` was added (`false`: `value` holds it already).
+    static func insert(_ key: Int64, into value: inout StoredValue, for relationship: RelationshipDescription) -> Bool {
+        guard case .data(var data) = value else {
+            value = encode([key], for: relationship)
+            return true
+        }
+        value = .null  // `data` holds the only reference now, when the caller moved `value` out.
+        defer { value = .data(data) }
+        let position: Int
+        if relationship.isOrdered {
+            guard firstIndex(of: key, in: data) == nil else { return false }
+            position = data.count / 8
+        } else {
+            let (index, found) = sortedIndex(of: key, in: data)
+            guard !found else { return false }
+            position = index
+        }
+        withUnsafeBytes(of: key.littleEndian) { bytes in
+            if position == data.count / 8 {
+                data.append(contentsOf: bytes)
+            } else {
+                let offset = data.startIndex + position * 8
+                data.replaceSubrange(offset..<offset, with: bytes)
+            }
+        }
+        return true
+    }
+
+    /// Removes `key` from the to-many `value` in place.
+    ///
+    /// - Returns: Whether `key` was removed (`false`: `value` does not hold it).
+    static func remove(_ key: Int64, from value: inout StoredValue, for relationship: RelationshipDescription) -> Bool {
+        guard case .data(var data) = value else { return false }
+        let position: Int?
+        if relationship.isOrdered {
+            position = firstIndex(of: key, in: data)
+        } else {
+            let (index, found) = sortedIndex(of: key, in: data)
+            position = found ? index : nil
+        }
+        guard let position else { return false }
+        value = .null
+        let offset = data.startIndex + position * 8
+        data.removeSubrange(offset..<(offset + 8))
+        value = .data(data)
+        return true
+    }
+
+    /// The key at `index` of packed keys.
+    private static func key(at index: Int, in buffer: UnsafeRawBufferPointer) -> Int64 {
+        Int64(littleEndian: buffer.loadUnaligned(fromByteOffset: index * 8, as: Int64.self))
+    }
+
+    /// Where `key` is, or would go, in ascending packed keys.
+    private static func sortedIndex(of key: Int64, in data: Data) -> (index: Int, found: Bool) {
+        data.withUnsafeBytes { buffer in
+            var low = 0
+            var high = buffer.count / 8
+            while low < high {
+                let middle = (low + high) / 2
+                let probe = Self.key(at: middle, in: buffer)
+                if probe == key {
+                    return (middle, true)
+                }
+                if probe < key {
+                    low = middle + 1
+                } else {
+                    high = middle
+                }
+            }
+            return (low, false)
+        }
+    }
+
+    /// The position of `key` in packed keys, if there.
+    private static func firstIndex(of key: Int64, in data: Data) -> Int? {
+        data.withUnsafeBytes { buffer in
+            (0..<(buffer.count / 8)).first { Self.key(at: $0, in: buffer) == key }
+        }
+    }
+
     /// The keys of a to-many relationship both sides changed since `snapshot`: the `committed`
     /// keys, plus those `object` added, minus those it removed (in the committed order, the
     /// additions last).
