@@ -30,6 +30,28 @@ func medianSeconds(repetitions: Int, _ body: () throws -> Void) rethrows -> Doub
     return times[times.count / 2]
 }
 
+/// Runs `setUp` (untimed), then `body` (timed) with what it returned, then `tearDown`
+/// (untimed), `repetitions` times after one warm-up run; returns the median time of `body`
+/// in seconds.
+func medianSeconds<State>(
+    repetitions: Int,
+    setUp: () throws -> State,
+    measure body: (State) throws -> Void,
+    tearDown: (State) throws -> Void
+) rethrows -> Double {
+    var times: [Double] = []
+    for _ in 0...repetitions {
+        let state = try setUp()
+        let start = DispatchTime.now().uptimeNanoseconds
+        try body(state)
+        times.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        try tearDown(state)
+    }
+    times.removeFirst()
+    times.sort()
+    return times[times.count / 2]
+}
+
 /// Keeps a value alive so the optimizer cannot remove the work that produced it.
 @inline(never)
 func blackHole<T>(_ value: T) {

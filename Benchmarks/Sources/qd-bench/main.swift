@@ -319,6 +319,14 @@ if shouldRun("migration") {
     results.append(try migrationMeasurement(.jsonFile, fileExtension: "json", count: count, repetitions: repetitions))
 }
 
+// MARK: Object graph
+
+if shouldRun("graph") {
+    let graph = GraphValues(parentCount: quick ? 1_000 : 10_000, childrenPerParent: 10)
+    results += try graphMeasurements(graph, repetitions: 3, traversals: repetitions)
+    results.append(try asyncFetchMeasurement(records, repetitions: repetitions))
+}
+
 // MARK: Concurrency
 
 if shouldRun("conflict") {
