@@ -30,6 +30,11 @@ let package = Package(
             dependencies: ["QueueData"],
             path: "Playgrounds/ModelEvolution"
         ),
+        .executableTarget(
+            name: "TravelJournal",
+            dependencies: ["QueueData"],
+            path: "Playgrounds/TravelJournal"
+        ),
         .testTarget(
             name: "QueueDataTests",
             dependencies: ["QueueData", "QueueDataTestSupport"],
