@@ -24,19 +24,17 @@ extension ManagedObjectContext {
     }
 
     private func performSave() throws {
+        // Deny rules refusing a deletion are failures like the others: reported together.
         let denied = propagateDeletes()
-        if !denied.isEmpty {
-            throw ValidationError(failures: denied)
-        }
         var (inserts, updates, deletes) = pendingChangeLists()
-        guard !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty else {
+        guard !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty || !denied.isEmpty else {
             clearPendingChanges()
             return
         }
         // Validation may change, insert or delete other objects (a child updating its
         // parent's total): validate until nothing new appears, then save everything.
         var validated = Set<ObjectIdentifier>()
-        var failures: [ValidationError.Failure] = []
+        var failures = denied
         for _ in 0..<100 {
             let unvalidated = (inserts + updates).filter { !validated.contains(ObjectIdentifier($0)) }
             if unvalidated.isEmpty {
@@ -243,9 +241,11 @@ extension ManagedObjectContext {
                     fail(relationship.name, "is required")
                 }
             } else if count < relationship.minCount {
-                fail(relationship.name, "needs at least \(relationship.minCount) objects (has \(count))")
+                fail(
+                    relationship.name,
+                    "needs at least \(relationship.minCount) object\(relationship.minCount == 1 ? "" : "s") (has \(count))")
             } else if let maxCount = relationship.maxCount, count > maxCount {
-                fail(relationship.name, "takes at most \(maxCount) objects (has \(count))")
+                fail(relationship.name, "takes at most \(maxCount) object\(maxCount == 1 ? "" : "s") (has \(count))")
             }
         }
         return failures

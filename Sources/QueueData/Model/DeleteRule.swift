@@ -10,7 +10,9 @@ public enum DeleteRule: String, Sendable, Hashable, Codable, CaseIterable {
     /// The deletion is refused while the relationship points to any object: `save()` throws a
     /// ``ValidationError`` naming the blocking objects.
     case deny
-    /// Nothing is done: the related objects keep pointing to the deleted object's ID until
-    /// you change them (the inverse is left dangling).
+    /// Core Data's "no action": the rule does nothing to the related objects. QueueData never
+    /// stores a reference to a deleted row, though (every store refuses dangling references),
+    /// so when the deletion is saved their inverse stops pointing to the deleted object, as
+    /// with ``nullify``.
     case noAction
 }

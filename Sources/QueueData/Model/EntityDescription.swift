@@ -242,7 +242,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         return "\(name){\(attributeText)|\(relationshipText)}"
     }
 
-    /// A deterministic hash of the entity's name and attributes (SHA-256, hexadecimal).
+    /// A deterministic hash of the entity's name, attributes and relationships (SHA-256,
+    /// hexadecimal); see ``ManagedObjectModel/versionHash`` for what it leaves out.
     public var versionHash: String {
         SHA256.hexDigest(of: Array(hashText.utf8))
     }

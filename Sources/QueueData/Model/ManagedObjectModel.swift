@@ -14,8 +14,10 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     public let entities: [EntityDescription]
     /// The entities by name.
     public let entitiesByName: [String: EntityDescription]
-    /// A hash of every entity's name and attributes (names, types, optionality), independent
-    /// of declaration order and default values: SHA-256, 64 hexadecimal digits.
+    /// A hash of every entity's name, attributes (names, types, optionality) and relationships
+    /// (names, destinations, cardinality, order), independent of declaration order, default
+    /// values, delete rules, inverse names, counts and uniqueness constraints: SHA-256, 64
+    /// hexadecimal digits.
     public let versionHash: String
     /// The position of every entity in `entities`, by name.
     let entityIndexes: [String: Int]

@@ -1,10 +1,12 @@
 import Foundation
 
-/// One row as a store keeps it: a primary key and one value per attribute.
+/// One row as a store keeps it: a primary key and one value per column (each attribute, then
+/// each relationship).
 public struct StoredRow: Sendable, Hashable {
     /// The row's primary key, unique within its entity and never reused.
     public var primaryKey: Int64
-    /// The values, in the order of the attributes of the entity's schema.
+    /// The values, in the order of the columns of the entity's schema: its attributes, then
+    /// its relationships (see ``EntityDescription/relationships``).
     public var values: [StoredValue]
 
     /// Creates a row.
@@ -57,7 +59,7 @@ extension StoreMetadata {
 public struct StoreContents: Sendable {
     /// The store's metadata.
     public var metadata: StoreMetadata
-    /// The entities as the store wrote them: the attribute order of each entity's rows.
+    /// The entities as the store wrote them: the column order of each entity's rows.
     public var schema: [EntityDescription]
     /// The rows of each entity, by entity name.
     public var rows: [String: [StoredRow]]
@@ -78,13 +80,13 @@ public struct StoreContents: Sendable {
 }
 
 /// The changes of one save, as the coordinator hands them to a store: permanent primary keys
-/// assigned, values in the order of the model's attributes.
+/// assigned, values in the order of the model's columns (attributes, then relationships).
 public struct ChangeSet: Sendable {
-    /// An updated row: which attributes changed, and the row's values after the change.
+    /// An updated row: which columns changed, and the row's values after the change.
     public struct RowUpdate: Sendable, Hashable {
         /// The row's primary key.
         public var primaryKey: Int64
-        /// The indexes of the attributes that changed, ascending.
+        /// The indexes of the columns (attributes, then relationships) that changed, ascending.
         public var changedAttributes: [Int]
         /// All values of the row after the change.
         public var values: [StoredValue]

@@ -97,6 +97,25 @@ struct DeleteRuleTests {
         #expect(try count(Member.self, in: manager) == 0)
     }
 
+    @Test("a deny rule's refusal and validation failures of the same save are reported together")
+    func denyWithValidationFailures() throws {
+        let manager = manager()
+        let context = try manager.createContext()
+        try context.performAndWait {
+            let team = context.insert(Team.self)
+            team.members = [context.insert(Member.self)]
+            try context.save()
+            context.delete(team)
+            context.insert(Member.self).email = "nobody"
+            let error = try #require(throws: ValidationError.self) { try context.save() }
+            #expect(Set(error.failures.map { "\($0.entityName).\($0.property ?? "")" }) == [
+                "Team.members", "Member.email", "Member.team",
+            ])
+            #expect(team.isDeleted && team.members.count == 1)
+        }
+        #expect(try count(Team.self, in: manager) == 1)
+    }
+
     @Test("cascades through cycles and long chains end, and delete every node once")
     func cyclesAndDepth() throws {
         let manager = manager()
@@ -140,7 +159,7 @@ struct DeleteRuleTests {
                 let reasons = Set(error.failures.map { "\($0.entityName).\($0.property ?? "") \($0.reason)" })
                 return reasons.isSuperset(of: [
                     "Member.team is required", "Member.email is not an email address",
-                    "Team.members needs at least 1 objects (has 0)", "Team.members takes at most 3 objects (has 4)",
+                    "Team.members needs at least 1 object (has 0)", "Team.members takes at most 3 objects (has 4)",
                 ]) && error.failures.count == 4
             }
         }
