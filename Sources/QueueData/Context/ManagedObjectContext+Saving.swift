@@ -243,7 +243,8 @@ extension ManagedObjectContext {
             } else if count < relationship.minCount {
                 fail(
                     relationship.name,
-                    "needs at least \(relationship.minCount) object\(relationship.minCount == 1 ? "" : "s") (has \(count))")
+                    "needs at least \(relationship.minCount) object\(relationship.minCount == 1 ? "" : "s") (has \(count))"
+                )
             } else if let maxCount = relationship.maxCount, count > maxCount {
                 fail(relationship.name, "takes at most \(maxCount) object\(maxCount == 1 ? "" : "s") (has \(count))")
             }

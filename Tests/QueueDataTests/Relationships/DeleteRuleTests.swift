@@ -108,9 +108,10 @@ struct DeleteRuleTests {
             context.delete(team)
             context.insert(Member.self).email = "nobody"
             let error = try #require(throws: ValidationError.self) { try context.save() }
-            #expect(Set(error.failures.map { "\($0.entityName).\($0.property ?? "")" }) == [
-                "Team.members", "Member.email", "Member.team",
-            ])
+            #expect(
+                Set(error.failures.map { "\($0.entityName).\($0.property ?? "")" }) == [
+                    "Team.members", "Member.email", "Member.team",
+                ])
             #expect(team.isDeleted && team.members.count == 1)
         }
         #expect(try count(Team.self, in: manager) == 1)
