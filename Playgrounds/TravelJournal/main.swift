@@ -1,7 +1,7 @@
 // TravelJournal: an object graph — travellers, their trips, and the destinations they visit.
 //
 // Shows relationships and their inverses, delete rules (cascade, nullify, deny), validation
-// that collects every failure, performChanges, an asynchronous fetch delivered on the
+// that collects every failure, a unique attribute and an upsert, performChanges, an asynchronous fetch delivered on the
 // context's queue, a second context merging relationship changes, and the fetch extras.
 // Run it with `swift run TravelJournal`. It uses the default store — a journal in
 // $XDG_DATA_HOME/TravelJournal or ~/.local/share/TravelJournal — so a second run finds what
@@ -34,9 +34,9 @@ final class Trip: ManagedObject {
     @Relationship(inverse: "trips", minCount: 1) var stops: [Destination]
 }
 
-/// A destination cannot be deleted while a trip still visits it (deny).
+/// A destination cannot be deleted while a trip still visits it (deny); no two share a name.
 final class Destination: ManagedObject {
-    @Attribute var name: String = ""
+    @Attribute(.unique) var name: String = ""
     @Attribute var country: String = ""
     @Relationship(inverse: "stops", deleteRule: .deny) var trips: Set<Trip>
 }
@@ -158,6 +158,30 @@ func tellTheStory() async throws {
         let iberia = try viewer.existingObject(with: iberiaID, as: Trip.self)
         print("Viewer's \(iberia.title), merged without refetching: \(iberia.route).")
         print("Viewer's Sintra, loaded through the relationship: its trips are \(titles(iberia.stops[1].trips)).")
+    }
+
+    print("A guidebook import lists Porto again (Destination.name is unique)…")
+    do {
+        try await planner.performChanges {
+            planner.insert(Destination.self).name = "Porto"
+        }
+    } catch let error as MergeConflictError {
+        for conflict in error.constraintConflicts {
+            print("  The .error policy refuses it: \(conflict.entityName).\(conflict.attributeNames[0]) is taken.")
+        }
+    }
+    try await planner.performChanges {
+        planner.mergePolicy = .mergeByPropertyObjectTrump
+        let porto = planner.insert(Destination.self)
+        porto.name = "Porto"
+        porto.country = "Portugal (Norte)"
+    }
+    await planner.perform { planner.mergePolicy = .error }
+    try await viewer.perform {
+        let portos = try viewer.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.name == "Porto" }))
+        print(
+            "  With .mergeByPropertyObjectTrump it upserts: \(count(portos.count, "Porto")), in "
+                + "\(portos[0].country), still on \(titles(portos[0].trips)).")
     }
 
     print("A careless draft: a trip with a blank title, no traveller and no stops…")
