@@ -3,7 +3,8 @@ import Dispatch
 extension ManagedObjectContext {
     /// Fetches without blocking the context's queue: the predicate, sort and paging run on a
     /// private queue over the committed rows; then the matching objects are registered in the
-    /// context and `completion` runs **on the context's queue** with them (or with the error).
+    /// context (a few thousand per block on its queue, so that other work runs in between) and
+    /// `completion` runs **on the context's queue** with them (or with the error).
     ///
     /// ```swift
     /// context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating > 3 })) { result in
@@ -25,11 +26,48 @@ extension ManagedObjectContext {
         let delivery = UncheckedSendableBox(completion)
         matchCommittedObjectIDs(request) { [weak self] matched in
             guard let self else { return }
-            self.queue.async {
-                guard self.confinement.isValid else { return }
-                self.confinement.withMarkedBlock {
+            switch matched {
+            case .failure:
+                self.queue.async {
+                    guard self.confinement.isValid else { return }
+                    self.confinement.withMarkedBlock {
+                        delivery.value(matched.map { _ in [] })
+                    }
+                }
+            case .success(let ids):
+                self.registerInSlices(ids, from: 0) { registered in
                     delivery.value(
-                        matched.flatMap { ids in Swift.Result { try self.registeredObjects(ids, as: Result.self) } })
+                        registered.flatMap { Swift.Result { try self.registeredObjects(ids, as: Result.self) } })
+                }
+            }
+        }
+    }
+
+    /// How many objects an asynchronous fetch registers per block on the context's queue, so
+    /// that other blocks (a merge, the app's own work) run in between.
+    static let asynchronousRegistrationSlice = 2048
+
+    /// Registers the objects of `ids` from `start` on, one slice per block on the context's
+    /// queue, then runs `done` on the queue, in a marked block, with the outcome.
+    private func registerInSlices(
+        _ ids: [ObjectID],
+        from start: Int,
+        _ done: @escaping @Sendable (Swift.Result<Void, any Error>) -> Void
+    ) {
+        queue.async {
+            guard self.confinement.isValid else { return }
+            self.confinement.withMarkedBlock {
+                let end = min(start + Self.asynchronousRegistrationSlice, ids.count)
+                do {
+                    _ = try self.registeredObjects(Array(ids[start..<end]), as: ManagedObject.self)
+                } catch {
+                    done(.failure(error))
+                    return
+                }
+                if end < ids.count {
+                    self.registerInSlices(ids, from: end, done)
+                } else {
+                    done(.success(()))
                 }
             }
         }
@@ -52,6 +90,15 @@ extension ManagedObjectContext {
     ) async throws -> Value {
         let ids = try await fetchObjectIDs(request)
         let work = UncheckedSendableBox(body)
+        // Registered a slice per block, so that the context's queue is never held for long.
+        var start = 0
+        while ids.count - start > Self.asynchronousRegistrationSlice {
+            let slice = Array(ids[start..<(start + Self.asynchronousRegistrationSlice)])
+            try await perform { () throws -> Void in
+                _ = try self.registeredObjects(slice, as: ManagedObject.self)
+            }
+            start += Self.asynchronousRegistrationSlice
+        }
         return try await perform { () throws -> Value in
             try work.value(try self.registeredObjects(ids, as: Result.self))
         }

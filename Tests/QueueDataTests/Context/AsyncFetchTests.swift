@@ -44,6 +44,51 @@ struct AsyncFetchTests {
         #expect(ids.count == 2)
     }
 
+    @Test(
+        "a large result is registered a slice per block: other blocks run on the queue in between",
+        arguments: ["completion", "async"])
+    func registersInSlices(form: String) async throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "async-slices-\(form)")
+        let total = ManagedObjectContext.asynchronousRegistrationSlice * 5
+        try context.performAndWait {
+            for index in 0..<total {
+                context.insert(Destination.self).rating = index
+            }
+            try context.save()
+            context.reset()
+        }
+        // One probe at a time on the context's queue, each recording how many objects were
+        // registered when it ran, until the fetch is delivered.
+        let finished = AtomicCounter()
+        let partial = AtomicCounter()
+        let prober = Thread {
+            let probed = DispatchSemaphore(value: 0)
+            while finished.value == 0 {
+                context.queue.async {
+                    let registered = context.performAndWait { context.registeredObjects.count }
+                    if registered > 0 && registered < total {
+                        partial.increment()
+                    }
+                    probed.signal()
+                }
+                probed.wait()
+            }
+        }
+        prober.start()
+        let count: Int
+        if form == "async" {
+            count = try await context.fetch(FetchRequest<Destination>()) { $0.count }
+        } else {
+            count = try await withCheckedThrowingContinuation { continuation in
+                context.fetch(FetchRequest<Destination>()) { continuation.resume(with: $0.map(\.count)) }
+            }
+        }
+        finished.increment()
+        #expect(count == total)
+        #expect(partial.value > 0, "no other block ran while the objects were being registered")
+    }
+
     @Test("committed rows are matched: pending inserts are not delivered, objects deleted meanwhile are left out")
     func committedOnly() async throws {
         let manager = makeManager()
