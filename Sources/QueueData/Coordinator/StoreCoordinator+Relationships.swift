@@ -103,28 +103,32 @@ extension StoreCoordinator {
             }
             return current(key).map { RelationshipKeys.decode($0[column]) } ?? []
         }
-        func editedKeys(_ key: RowKey, _ column: Int) -> EditedKeys? {
+        /// Runs `body` on the decoded keys of `key`'s to-many at `column`, decoding them the
+        /// first time only (kept even when `body` changes nothing, since the next edit of the
+        /// same column is likely: one per child of a parent), and changing them in place.
+        func editKeys(_ key: RowKey, _ column: Int, _ body: (inout EditedKeys) -> Void) {
             let columnKey = ColumnKey(row: key, column: column)
-            if let keys = edited[columnKey] {
-                return keys
+            if edited[columnKey] == nil {
+                guard let values = current(key) else { return }
+                edited[columnKey] = EditedKeys(RelationshipKeys.decode(values[column]))
             }
-            guard let values = current(key) else { return nil }
-            return EditedKeys(RelationshipKeys.decode(values[column]))
+            body(&edited[columnKey]!)
         }
         /// Removes `target` from `key`'s relationship at `column`.
         func remove(_ target: Int64, from key: RowKey, _ column: Int, _ relationship: RelationshipDescription) {
             if relationship.isToMany {
-                guard var keys = editedKeys(key, column), keys.members.remove(target) != nil else { return }
-                edited[ColumnKey(row: key, column: column)] = keys
+                editKeys(key, column) { _ = $0.members.remove(target) }
             } else if let values = current(key), RelationshipKeys.decode(values[column]).first == target {
                 set(key, column, .null)
             }
         }
         /// Adds `target` to `key`'s to-many relationship at `column` (at the end if ordered).
         func add(_ target: Int64, to key: RowKey, _ column: Int) {
-            guard var keys = editedKeys(key, column), keys.members.insert(target).inserted else { return }
-            keys.order.append(target)
-            edited[ColumnKey(row: key, column: column)] = keys
+            editKeys(key, column) { keys in
+                if keys.members.insert(target).inserted {
+                    keys.order.append(target)
+                }
+            }
         }
 
         for key in written {
