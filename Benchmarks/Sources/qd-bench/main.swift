@@ -327,6 +327,20 @@ if shouldRun("graph") {
     results.append(try asyncFetchMeasurement(records, repetitions: repetitions))
 }
 
+// MARK: Fan-out and uniqueness
+
+if shouldRun("fanout") {
+    // Small sizes take a few milliseconds: more runs keep their medians steady.
+    results += try fanoutMeasurements(sizes: quick ? [1_000, 4_000] : [1_000, 4_000, 16_000, 32_000]) { children in
+        quick || children > 4_000 ? 3 : 7
+    }
+}
+
+if shouldRun("unique") {
+    results += try uniqueMeasurements(
+        records, upserts: count / 10, repetitions: repetitions, saveRepetitions: quick ? 1 : 3)
+}
+
 // MARK: Concurrency
 
 if shouldRun("conflict") {
