@@ -9,6 +9,8 @@ extension StoreCoordinator {
     static func uniquenessIndexes(of tables: [EntityTable], model: ManagedObjectModel) throws -> [UniquenessIndex] {
         var indexes = UniquenessIndex.indexes(for: model)
         for position in indexes.indices {
+            indexes[position].rows.reserveCapacity(
+                indexes[position].columns.keys.reduce(0) { $0 + tables[$1].liveCount })
             for entityIndex in indexes[position].columns.keys.sorted() {
                 try tables[entityIndex].snapshot.forEachLiveRow { row in
                     guard let values = indexes[position].values(of: row.values, entityIndex: entityIndex) else {
@@ -21,7 +23,7 @@ extension StoreCoordinator {
                             .incompatibleModel,
                             "\(model.entities[other.entityIndex].name) \(other.primaryKey) and "
                                 + "\(model.entities[entityIndex].name) \(row.primaryKey) share "
-                                + describe(index.attributeNames, values) + ", which the model declares unique in '"
+                                + describe(index.attributeNames, values.array) + ", which the model declares unique in '"
                                 + index.entityName + "'. Remove the duplicates (a MigrationStep can) or the constraint."
                         )
                     }
@@ -72,9 +74,19 @@ extension StoreCoordinator {
         for (position, update) in plan.updates.enumerated() {
             updatePositions[update.key] = position
         }
-        var insertPositions: [RowKey: Int] = [:]
-        for (position, insert) in inserts.enumerated() {
-            insertPositions[RowKey(entityIndex: insert.entityIndex, primaryKey: insertKeys[position])] = position
+        // Inserts by row key, for upserts into an earlier insert and for error messages: built
+        // only when one is needed.
+        var insertPositionsCache: [RowKey: Int]?
+        func insertPosition(_ key: RowKey) -> Int? {
+            if insertPositionsCache == nil {
+                var positions: [RowKey: Int] = [:]
+                positions.reserveCapacity(inserts.count)
+                for (position, insert) in inserts.enumerated() {
+                    positions[RowKey(entityIndex: insert.entityIndex, primaryKey: insertKeys[position])] = position
+                }
+                insertPositionsCache = positions
+            }
+            return insertPositionsCache![key]
         }
         /// A committed row's values once the plan is applied (`nil`: deleted).
         func planned(_ key: RowKey) -> [StoredValue]? {
@@ -86,7 +98,7 @@ extension StoreCoordinator {
         var upserts: [Int: RowKey] = [:]
         if policy.upsertsOnConstraintConflicts {
             // Values taken by the inserts kept so far, per index.
-            var taken = [[[StoredValue]: RowKey]](repeating: [:], count: uniquenessIndexes.count)
+            var taken = [[UniquenessIndex.Values: RowKey]](repeating: [:], count: uniquenessIndexes.count)
             for (position, insert) in inserts.enumerated() where constrained.contains(insert.entityIndex) {
                 let key = RowKey(entityIndex: insert.entityIndex, primaryKey: insertKeys[position])
                 var target: RowKey?
@@ -117,7 +129,8 @@ extension StoreCoordinator {
                 }
                 let entity = model.entities[insert.entityIndex]
                 let object = insertedValues[position]
-                let earlierInsert = insertPositions[target]
+                // An insert's key is never a committed row's.
+                let earlierInsert = tables[target.entityIndex].row(for: target.primaryKey) == nil ? insertPosition(target) : nil
                 let base = earlierInsert.map { insertedValues[$0] } ?? planned(target)!
                 // Policies keep the base (`nil`) or write a row; with both rows they never delete.
                 var merged =
@@ -165,20 +178,22 @@ extension StoreCoordinator {
         }
         written += plan.updates.map { ($0.key, $0.values) }
         written += plan.restores.map { ($0.key, $0.values) }
-        let writtenKeys = Set(written.map(\.key))
+        // Rows of the commit that the index may hold with their old values (inserts are new).
+        let rewritten = Set(plan.updates.map(\.key) + plan.restores.map(\.key))
         /// The object ID of a row as the saving context knows it.
         func objectID(_ key: RowKey) -> ObjectID {
-            let rawValue = insertPositions[key].map { inserts[$0].temporaryKey } ?? key.primaryKey
+            let rawValue = insertPosition(key).map { inserts[$0].temporaryKey } ?? key.primaryKey
             return ObjectID(key: entityKeys[key.entityIndex], rawValue: rawValue)
         }
         var conflicts: [ConstraintConflict] = []
         for index in uniquenessIndexes {
-            var seen: [[StoredValue]: RowKey] = [:]
+            var seen: [UniquenessIndex.Values: RowKey] = [:]
+            seen.reserveCapacity(written.count)
             for (key, values) in written {
                 guard let constrainedValues = index.values(of: values, entityIndex: key.entityIndex) else { continue }
                 var holder = seen[constrainedValues]
                 if holder == nil, let existing = index.rows[constrainedValues], existing != key,
-                    !deleted.contains(existing), !writtenKeys.contains(existing)
+                    !deleted.contains(existing), !rewritten.contains(existing)
                 {
                     holder = existing
                 }
@@ -186,7 +201,8 @@ extension StoreCoordinator {
                     conflicts.append(
                         ConstraintConflict(
                             entityName: index.entityName, attributeNames: index.attributeNames,
-                            values: constrainedValues, objectID: objectID(key), conflictingObjectID: objectID(holder)))
+                            values: constrainedValues.array, objectID: objectID(key),
+                            conflictingObjectID: objectID(holder)))
                 } else {
                     seen[constrainedValues] = key
                 }
@@ -247,6 +263,7 @@ extension StoreCoordinator {
     ) {
         guard !uniquenessIndexes.isEmpty else { return }
         for position in uniquenessIndexes.indices {
+            uniquenessIndexes[position].rows.reserveCapacity(uniquenessIndexes[position].rows.count + written.count)
             // Removals first: a save may move values from one object to another.
             let removed = written.map { RowKey(entityIndex: $0.entityIndex, primaryKey: $0.row.primaryKey) } + deleted
             for key in removed {

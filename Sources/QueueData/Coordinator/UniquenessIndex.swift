@@ -13,13 +13,34 @@ struct UniquenessIndex: Sendable {
     /// The constrained attributes' slots in each entity the constraint binds, by entity index.
     let columns: [Int: [Int]]
     /// The row holding each combination of values.
-    var rows: [[StoredValue]: RowKey] = [:]
+    var rows: [Values: RowKey] = [:]
+
+    /// A row's values for a constraint: one value needs no array.
+    enum Values: Hashable, Sendable {
+        case one(StoredValue)
+        case several([StoredValue])
+
+        /// The values, in the constraint's order.
+        var array: [StoredValue] {
+            switch self {
+            case .one(let value): return [value]
+            case .several(let values): return values
+            }
+        }
+    }
 
     /// The constrained values of `values`, a row of the entity at `entityIndex`; `nil` when
     /// one of them is `nil` (the row is not constrained) or the constraint does not bind the
     /// entity.
-    func values(of values: [StoredValue], entityIndex: Int) -> [StoredValue]? {
+    func values(of values: [StoredValue], entityIndex: Int) -> Values? {
         guard let columns = columns[entityIndex] else { return nil }
+        if columns.count == 1 {
+            let value = values[columns[0]]
+            if case .null = value {
+                return nil
+            }
+            return .one(value)
+        }
         var result: [StoredValue] = []
         result.reserveCapacity(columns.count)
         for column in columns {
@@ -28,7 +49,7 @@ struct UniquenessIndex: Sendable {
             }
             result.append(values[column])
         }
-        return result
+        return .several(result)
     }
 
     /// The indexes of every constraint of `model`, empty (without rows).
