@@ -23,7 +23,8 @@ extension StoreCoordinator {
                             .incompatibleModel,
                             "\(model.entities[other.entityIndex].name) \(other.primaryKey) and "
                                 + "\(model.entities[entityIndex].name) \(row.primaryKey) share "
-                                + describe(index.attributeNames, values.array) + ", which the model declares unique in '"
+                                + describe(index.attributeNames, values.array)
+                                + ", which the model declares unique in '"
                                 + index.entityName + "'. Remove the duplicates (a MigrationStep can) or the constraint."
                         )
                     }
@@ -130,7 +131,8 @@ extension StoreCoordinator {
                 let entity = model.entities[insert.entityIndex]
                 let object = insertedValues[position]
                 // An insert's key is never a committed row's.
-                let earlierInsert = tables[target.entityIndex].row(for: target.primaryKey) == nil ? insertPosition(target) : nil
+                let earlierInsert =
+                    tables[target.entityIndex].row(for: target.primaryKey) == nil ? insertPosition(target) : nil
                 let base = earlierInsert.map { insertedValues[$0] } ?? planned(target)!
                 // Policies keep the base (`nil`) or write a row; with both rows they never delete.
                 var merged =
