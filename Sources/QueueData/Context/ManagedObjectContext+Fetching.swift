@@ -132,11 +132,22 @@ extension ManagedObjectContext {
         let predicate = request.predicate
         for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
             let registered = registry[entityIndex]
-            // Unregistered rows are matched through one reusable object, so rows that do not
+            // A compiled predicate reads rows (and objects' values) directly; otherwise
+            // unregistered rows are matched through one reusable object, so rows that do not
             // match never allocate anything.
+            let compiled = predicate.flatMap { compiledPredicate($0, entityIndex: entityIndex) }
             var scratch: ManagedObject?
+            func matches(_ object: ManagedObject) throws -> Bool {
+                if let compiled {
+                    return compiled.matches(object._values)
+                }
+                return try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true
+            }
             func matchesCommitted(_ row: CommittedRow) throws -> Bool {
                 guard let predicate else { return true }
+                if let compiled {
+                    return row.values.withUnsafeBufferPointer { compiled.matches($0.baseAddress!) }
+                }
                 let probe: ManagedObject
                 if let scratch {
                     scratch._load(row.values)
@@ -154,7 +165,7 @@ extension ManagedObjectContext {
                 if let object = registered[row.primaryKey] {
                     if request.includesPendingChanges {
                         guard !object._state.contains(.deleted) else { return }
-                        if try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true {
+                        if try matches(object) {
                             keepGoing = try body(.object(object))
                         }
                     } else if try matchesCommitted(row) {
@@ -168,9 +179,24 @@ extension ManagedObjectContext {
         }
         guard request.includesPendingChanges else { return }
         let entitySet = Set(entityIndexes)
+        var compiled: [Int: CompiledPredicate?] = [:]
         for object in pendingInserts where Self.isPendingInsert(object) {
-            guard entitySet.contains(object._objectID.key.entityIndex!) else { continue }
-            if try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true {
+            let entityIndex = object._objectID.key.entityIndex!
+            guard entitySet.contains(entityIndex) else { continue }
+            let matches: Bool
+            if let predicate {
+                if compiled[entityIndex] == nil {
+                    compiled[entityIndex] = .some(compiledPredicate(predicate, entityIndex: entityIndex))
+                }
+                if let rowPredicate = compiled[entityIndex]! {
+                    matches = rowPredicate.matches(object._values)
+                } else {
+                    matches = try predicate.evaluate(unsafeDowncast(object, to: Result.self))
+                }
+            } else {
+                matches = true
+            }
+            if matches {
                 guard try body(.object(object)) else { return }
             }
         }

@@ -42,6 +42,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingDeletes: [ManagedObject] = []
     var mergesAutomaticallyValue = true
     var mergePolicyValue: MergePolicy = .error
+    /// The row slot each key path compiled predicates used reads, by entity (`nil`: not an
+    /// attribute read as stored).
+    var keyPathSlots: [KeyPathSlot: Int?] = [:]
+    /// Whether fetches compile predicates to run on rows (tests turn it off to compare).
+    var compilesPredicates = true
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
     ///   for the private contexts of asynchronous fetches, which only read committed rows).

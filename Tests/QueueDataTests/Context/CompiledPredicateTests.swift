@@ -1,0 +1,242 @@
+import Foundation
+import Testing
+
+@testable import QueueData
+
+/// Every kind of attribute a compiled predicate reads, and computed properties it must not.
+final class Specimen: ManagedObject {
+    @Attribute var count: Int = 0
+    @Attribute var small: Int16 = 0
+    @Attribute var weight: Double = 0
+    @Attribute var ratio: Float = 0
+    @Attribute var label: String = ""
+    @Attribute var note: String? = nil
+    @Attribute var flag: Bool = false
+    @Attribute var seen: Date? = nil
+    @Attribute var level: Int? = nil
+
+    /// Computed from an attribute: not a slot.
+    var doubled: Int { count * 2 }
+    /// Computed from two attributes, of an attribute's type: not a slot either.
+    var noteOrLabel: String { note ?? label }
+}
+
+let specimenModel = ManagedObjectModel([Specimen.self])
+
+/// Builds random predicates over `Specimen` from Foundation's expression types, as
+/// `#Predicate` would.
+final class PredicateGenerator {
+    typealias Variable = PredicateExpressions.Variable<Specimen>
+    typealias Expression = any StandardPredicateExpression<Bool>
+
+    var random: SeededGenerator
+    static let labels = ["", "a", "ab", "Ab", "abc", "b", "é", "e\u{301}", "ée", "zz"]
+    static let weights: [Double] = [0, -0.0, 1.5, -2, .nan, .infinity, 3]
+    static let dates = (0..<4).map { Date(timeIntervalSince1970: Double($0) * 86_400) }
+
+    init(seed: UInt64) {
+        random = SeededGenerator(seed: seed)
+    }
+
+    func pick<Element>(_ elements: [Element]) -> Element {
+        elements[Int(random.next() % UInt64(elements.count))]
+    }
+
+    func integer(_ range: ClosedRange<Int>) -> Int {
+        range.lowerBound + Int(random.next() % UInt64(range.count))
+    }
+
+    func predicate(depth: Int) -> Predicate<Specimen> {
+        Predicate<Specimen> { specimen in self.expression(specimen, depth: depth) }
+    }
+
+    private func keyPath<Value>(
+        _ variable: Variable,
+        _ keyPath: KeyPath<Specimen, Value> & Sendable
+    ) -> PredicateExpressions.KeyPath<Variable, Value> {
+        PredicateExpressions.build_KeyPath(root: variable, keyPath: keyPath)
+    }
+
+    private func compare<Value: Comparable & Codable & Sendable>(
+        _ lhs: PredicateExpressions.KeyPath<Variable, Value>,
+        _ value: Value
+    ) -> Expression {
+        let op = pick([
+            PredicateExpressions.ComparisonOperator.lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual,
+        ])
+        let constant = PredicateExpressions.build_Arg(value)
+        // Either side may hold the attribute.
+        if random.next() % 2 == 0 {
+            return PredicateExpressions.build_Comparison(lhs: lhs, rhs: constant, op: op)
+        }
+        return PredicateExpressions.build_Comparison(lhs: constant, rhs: lhs, op: op)
+    }
+
+    private func equal<Value: Equatable & Codable & Sendable>(
+        _ lhs: PredicateExpressions.KeyPath<Variable, Value>,
+        _ value: Value
+    ) -> Expression {
+        let constant = PredicateExpressions.build_Arg(value)
+        if random.next() % 2 == 0 {
+            return PredicateExpressions.build_Equal(lhs: lhs, rhs: constant)
+        }
+        return PredicateExpressions.build_NotEqual(lhs: constant, rhs: lhs)
+    }
+
+    private func both(_ lhs: Expression, _ rhs: Expression, and: Bool) -> Expression {
+        func combine<L: StandardPredicateExpression<Bool>, R: StandardPredicateExpression<Bool>>(
+            _ lhs: L,
+            _ rhs: R
+        ) -> Expression {
+            and
+                ? PredicateExpressions.build_Conjunction(lhs: lhs, rhs: rhs)
+                : PredicateExpressions.build_Disjunction(lhs: lhs, rhs: rhs)
+        }
+        return combine(lhs, rhs)
+    }
+
+    private func not(_ wrapped: Expression) -> Expression {
+        func negate<W: StandardPredicateExpression<Bool>>(_ wrapped: W) -> Expression {
+            PredicateExpressions.build_Negation(wrapped)
+        }
+        return negate(wrapped)
+    }
+
+    func expression(_ specimen: Variable, depth: Int) -> Expression {
+        switch random.next() % (depth > 0 ? 20 : 16) {
+        case 0: return compare(keyPath(specimen, \.count), integer(-6...6))
+        case 1: return compare(keyPath(specimen, \.small), Int16(integer(-4...4)))
+        case 2: return compare(keyPath(specimen, \.weight), pick(Self.weights))
+        case 3: return compare(keyPath(specimen, \.ratio), Float(pick([0, 1.5, -1, 2])))
+        case 4: return compare(keyPath(specimen, \.label), pick(Self.labels))
+        case 5: return equal(keyPath(specimen, \.label), pick(Self.labels))
+        case 6: return equal(keyPath(specimen, \.note), random.next() % 3 == 0 ? nil : pick(Self.labels))
+        case 7: return equal(keyPath(specimen, \.flag), random.next() % 2 == 0)
+        case 8: return equal(keyPath(specimen, \.seen), random.next() % 3 == 0 ? nil : pick(Self.dates))
+        case 9: return equal(keyPath(specimen, \.level), random.next() % 3 == 0 ? nil : integer(-2...2))
+        case 10: return equal(keyPath(specimen, \.weight), pick(Self.weights))
+        case 11:
+            let values = (0..<integer(0...3)).map { _ in integer(-6...6) }
+            return PredicateExpressions.build_contains(
+                PredicateExpressions.build_Arg(values), keyPath(specimen, \.count))
+        case 12:
+            let prefix = PredicateExpressions.build_Arg(pick(Self.labels))
+            return PredicateExpressions.build_starts(keyPath(specimen, \.label), with: prefix)
+        case 13:
+            let part = PredicateExpressions.build_Arg(pick(Self.labels))
+            return PredicateExpressions.build_contains(keyPath(specimen, \.label), part)
+        case 14:
+            // (level ?? k) > m
+            let coalesced = PredicateExpressions.build_NilCoalesce(
+                lhs: keyPath(specimen, \.level), rhs: PredicateExpressions.build_Arg(integer(-2...2)))
+            return PredicateExpressions.build_Comparison(
+                lhs: coalesced, rhs: PredicateExpressions.build_Arg(integer(-2...2)), op: .greaterThan)
+        case 15:
+            // Computed properties: the predicate runs through evaluate.
+            return random.next() % 2 == 0
+                ? compare(keyPath(specimen, \.doubled), integer(-6...6))
+                : equal(keyPath(specimen, \.noteOrLabel), pick(Self.labels))
+        case 16, 17:
+            return both(
+                expression(specimen, depth: depth - 1), expression(specimen, depth: depth - 1),
+                and: random.next() % 2 == 0)
+        case 18:
+            return not(expression(specimen, depth: depth - 1))
+        default:
+            return PredicateExpressions.build_Equal(
+                lhs: keyPath(specimen, \.note), rhs: PredicateExpressions.build_NilLiteral())
+        }
+    }
+
+    /// Sets random values on `specimen`.
+    func fill(_ specimen: Specimen) {
+        specimen.count = integer(-6...6)
+        specimen.small = Int16(integer(-4...4))
+        specimen.weight = pick(Self.weights)
+        specimen.ratio = Float(pick([0, 1.5, -1, 2]))
+        specimen.label = pick(Self.labels)
+        specimen.note = random.next() % 3 == 0 ? nil : pick(Self.labels)
+        specimen.flag = random.next() % 2 == 0
+        specimen.seen = random.next() % 3 == 0 ? nil : pick(Self.dates)
+        specimen.level = random.next() % 3 == 0 ? nil : integer(-2...2)
+    }
+}
+
+@Suite("Compiled predicates")
+struct CompiledPredicateTests {
+    @Test("compiled predicates return what evaluate returns, on thousands of random predicates and rows")
+    func differential() throws {
+        let iterations = ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_FUZZ"].flatMap(Int.init) ?? 1_500
+        let manager = makeManager(model: specimenModel)
+        let context = try makeContext(manager, "compiled-predicates")
+        let seed = ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_SEED"].flatMap(UInt64.init) ?? 7
+        let generator = PredicateGenerator(seed: seed)
+        var compiledCount = 0
+        try context.performAndWait {
+            for _ in 0..<400 {
+                generator.fill(context.insert(Specimen.self))
+            }
+            try context.save()
+            // Unsaved changes: updated objects and pending inserts are matched on their values.
+            let all = try context.fetch(FetchRequest<Specimen>())
+            for specimen in all.prefix(40) {
+                generator.fill(specimen)
+            }
+            for _ in 0..<40 {
+                generator.fill(context.insert(Specimen.self))
+            }
+            let entityIndex = try #require(context.model.entities.firstIndex { $0.name == "Specimen" })
+            for iteration in 0..<iterations {
+                let predicate = generator.predicate(depth: 3)
+                var request = FetchRequest<Specimen>(predicate: predicate)
+                request.includesPendingChanges = iteration % 3 != 0
+                if context.compiledPredicate(predicate, entityIndex: entityIndex) != nil {
+                    compiledCount += 1
+                }
+                context.compilesPredicates = true
+                let compiled = try context.fetchObjectIDs(request)
+                context.compilesPredicates = false
+                let evaluated = try context.fetchObjectIDs(request)
+                context.compilesPredicates = true
+                if compiled != evaluated {
+                    Issue.record("predicate \(iteration) differs: \(predicate)")
+                    return
+                }
+                if iteration.isMultiple(of: 50) {
+                    #expect(try context.count(for: request) == evaluated.count)
+                }
+            }
+        }
+        // Most generated predicates are compiled (those with a computed property are not).
+        #expect(Double(compiledCount) > Double(iterations) * 0.5, "\(compiledCount) of \(iterations) compiled")
+    }
+
+    @Test("key paths map to the attribute they read; computed properties and relationships are not compiled")
+    func keyPaths() throws {
+        let manager = makeManager(model: specimenModel)
+        let context = try makeContext(manager, "compiled-key-paths")
+        try context.performAndWait {
+            let entityIndex = try #require(context.model.entities.firstIndex { $0.name == "Specimen" })
+            func compiles(_ predicate: Predicate<Specimen>) -> Bool {
+                context.compiledPredicate(predicate, entityIndex: entityIndex) != nil
+            }
+            #expect(compiles(#Predicate { $0.count > 3 && $0.label.starts(with: "a") }))
+            #expect(compiles(#Predicate { $0.note == nil || ($0.level ?? 0) >= 1 }))
+            #expect(compiles(#Predicate { [1, 2, 3].contains($0.count) && !$0.flag }))
+            #expect(!compiles(#Predicate { $0.doubled > 3 }))
+            #expect(!compiles(#Predicate { $0.noteOrLabel == "a" }))
+            #expect(!compiles(#Predicate { $0.label.count > 2 }))
+            let fetched = try context.fetch(FetchRequest<Specimen>(predicate: #Predicate { $0.count > 3 }))
+            #expect(fetched.isEmpty)
+        }
+        let graph = graphManager("memory", TemporaryDirectory("compiled-graph"))
+        let graphContext = try graph.createContext()
+        try graphContext.performAndWait {
+            let index = try #require(graphContext.model.entities.firstIndex { $0.name == "Expedition" })
+            let toOne = #Predicate<Expedition> { $0.leader?.name == "Alice" }
+            #expect(graphContext.compiledPredicate(toOne, entityIndex: index) == nil)
+            let plain = #Predicate<Expedition> { $0.title == "x" }
+            #expect(graphContext.compiledPredicate(plain, entityIndex: index) != nil)
+        }
+    }
+}
