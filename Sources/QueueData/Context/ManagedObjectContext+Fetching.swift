@@ -8,6 +8,12 @@ extension ManagedObjectContext {
     ///
     /// - Throws: An error thrown while evaluating the predicate; ``StoreError`` if the store
     ///   was closed.
+    /// Predicates of the common shapes — attributes compared with constants (`==`, `!=`, `<`,
+    /// …), `&&`, `||`, `!`, `??`, `nil` checks, membership in a constant array,
+    /// `starts(with:)` and `contains` on strings — run on the rows themselves, without making
+    /// objects; other predicates (computed properties, relationships, other functions) are
+    /// evaluated on objects with `Predicate.evaluate`. Both give the same results.
+    ///
     /// - Complexity: O(*n*) predicate evaluations over the entity's rows, plus the sort.
     /// - Important: Call on the context's queue.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
