@@ -10,7 +10,9 @@ let rootIdentity = rootDirectory.lastPathComponent.lowercased()
 let package = Package(
     name: "QueueDataBenchmarks",
     dependencies: [
-        .package(path: "..")
+        .package(path: ".."),
+        // The closest peer, measured in the same run: only this package depends on it.
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // The raw SQLite C API, the baseline every figure is compared with.
@@ -24,6 +26,7 @@ let package = Package(
             dependencies: [
                 .product(name: "QueueData", package: rootIdentity),
                 "CSQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ],
