@@ -364,6 +364,14 @@ if shouldRun("json") {
             baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
 }
 
+// MARK: P5 — concurrent durable saves
+
+if shouldRun("savers") {
+    results.append(
+        try concurrentSaversMeasurement(
+            records, queues: 8, savesPerQueue: quick ? 100 : 500, repetitions: quick ? 1 : 3))
+}
+
 // MARK: Migration
 
 if shouldRun("migration") {
