@@ -21,11 +21,14 @@ let package = Package(
             path: "Sources/CSQLite",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // glibc's malloc.h, for the memory workload.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         .executableTarget(
             name: "qd-bench",
             dependencies: [
                 .product(name: "QueueData", package: rootIdentity),
                 "CSQLite",
+                "CMalloc",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -44,6 +44,13 @@ func loadedManager(_ values: [RecordValue] = records) throws -> ContextManager {
     return manager
 }
 
+// MARK: P10 — memory per object
+
+// First, while earlier workloads have fragmented the heap least.
+if shouldRun("memory") {
+    results.append(try memoryMeasurement(records))
+}
+
 // MARK: P8 — attribute access
 
 // Measured at two sizes: a working set that fits in the cache, and one that does not (there
