@@ -10,7 +10,9 @@ let rootIdentity = rootDirectory.lastPathComponent.lowercased()
 let package = Package(
     name: "QueueDataBenchmarks",
     dependencies: [
-        .package(path: "..")
+        .package(path: ".."),
+        // The closest peer, measured in the same run: only this package depends on it.
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // The raw SQLite C API, the baseline every figure is compared with.
@@ -19,11 +21,15 @@ let package = Package(
             path: "Sources/CSQLite",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // glibc's malloc.h, for the memory workload.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         .executableTarget(
             name: "qd-bench",
             dependencies: [
                 .product(name: "QueueData", package: rootIdentity),
                 "CSQLite",
+                "CMalloc",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ],

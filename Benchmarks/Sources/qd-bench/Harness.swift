@@ -2,19 +2,47 @@ import Dispatch
 import Foundation
 import QueueData
 
+/// A baseline's figure, in the unit of the row it belongs to.
+struct Baseline {
+    var name: String
+    var value: Double
+}
+
 /// One line of the results table.
 struct Measurement {
     var workload: String
     var subject: Double
+    /// The baseline the goal is stated against.
     var baseline: Double
     var baselineName: String
     var unit: String
     var goal: Double?
     var note: String = ""
-    /// A goal on the subject's own time (seconds), instead of on the ratio.
+    /// A goal on the subject's own figure (in `unit`), instead of on the ratio.
     var absoluteGoal: Double? = nil
+    /// Further baselines measured in the same run, printed with the subject's ratio to each.
+    var otherBaselines: [Baseline] = []
+    /// Whether a larger figure is better (a throughput): the goal is then a lower bound on
+    /// the ratio.
+    var higherIsBetter = false
 
     var ratio: Double { subject / baseline }
+
+    /// Whether the goal is met, or nil without a goal.
+    var isGoalMet: Bool? {
+        if let absoluteGoal {
+            return higherIsBetter ? subject >= absoluteGoal : subject <= absoluteGoal
+        }
+        return goal.map { higherIsBetter ? ratio >= $0 : ratio <= $0 }
+    }
+
+    var goalDescription: String {
+        let bound = higherIsBetter ? "≥" : "≤"
+        if let absoluteGoal {
+            return "\(bound) " + format(absoluteGoal, unit: unit)
+        }
+        return goal.map { String(format: "\(bound) %.1f×", $0) } ?? "—"
+    }
 }
 
 /// Runs `body` `repetitions` times after one warm-up run and returns the median time in seconds.
@@ -58,28 +86,29 @@ func blackHole<T>(_ value: T) {
     withExtendedLifetime(value) {}
 }
 
-func format(_ seconds: Double, unit: String) -> String {
+/// `value` in `unit`: seconds shown as ns, µs or ms; bytes (`B`) and throughputs
+/// (`saves/s`) as they are.
+func format(_ value: Double, unit: String) -> String {
     switch unit {
-    case "ns": return String(format: "%.2f ns", seconds * 1e9)
-    case "µs": return String(format: "%.1f µs", seconds * 1e6)
-    default: return String(format: "%.1f ms", seconds * 1e3)
+    case "ns": return String(format: "%.2f ns", value * 1e9)
+    case "µs": return String(format: "%.1f µs", value * 1e6)
+    case "ms": return String(format: "%.1f ms", value * 1e3)
+    default: return String(format: "%.0f \(unit)", value)
     }
 }
 
 func printTable(_ rows: [Measurement]) {
-    let header = ["workload", "QueueData", "baseline", "ratio", "goal", "met"]
+    let header = ["workload", "QueueData", "baseline (of the goal)", "ratio", "other baselines (ratio)", "goal", "met"]
     var lines = [header]
     for row in rows {
-        var goal = row.goal.map { String(format: "≤ %.1f×", $0) } ?? "—"
-        var met = row.goal.map { row.ratio <= $0 ? "met" : "not met" } ?? "—"
-        if let absolute = row.absoluteGoal {
-            goal = "≤ " + format(absolute, unit: row.unit)
-            met = row.subject <= absolute ? "met" : "not met"
+        let others = row.otherBaselines.map { other in
+            String(format: "\(format(other.value, unit: row.unit)) (\(other.name)) %.2f×", row.subject / other.value)
         }
         lines.append([
             row.workload, format(row.subject, unit: row.unit),
             "\(format(row.baseline, unit: row.unit)) (\(row.baselineName))",
-            String(format: "%.2f×", row.ratio), goal, met,
+            String(format: "%.2f×", row.ratio), others.isEmpty ? "—" : others.joined(separator: "; "),
+            row.goalDescription, row.isGoalMet.map { $0 ? "met" : "not met" } ?? "—",
         ])
     }
     let widths = header.indices.map { column in lines.map { $0[column].count }.max()! }

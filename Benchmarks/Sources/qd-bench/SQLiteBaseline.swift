@@ -63,3 +63,8 @@ final class SQLiteBaseline {
         return result
     }
 }
+
+extension SQLiteBaseline {
+    /// The version of the SQLite library linked in (`sqlite3_libversion`).
+    static var libraryVersion: String { String(cString: sqlite3_libversion()) }
+}

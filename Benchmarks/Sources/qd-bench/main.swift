@@ -1,6 +1,10 @@
 // qd-bench: QueueData against baselines measured in the same run.
 //
-//   swift run -c release --package-path Benchmarks qd-bench [--quick] [--only NAME]
+//   swift run -c release --package-path Benchmarks qd-bench [--quick] [--only NAME[,NAME...]]
+//
+// `--only` runs the groups whose name contains one of the NAMEs (`--only goals`: the groups
+// of the P1–P10 table). Groups: memory, attribute, insert, fetch, filter, journal, json,
+// savers, migration, graph, fanout, unique, conflict, merge, throughput.
 //
 // Every figure is a median of several runs, and is reported as a ratio against a baseline
 // measured in the same process: absolute times drift on shared machines, ratios much less.
@@ -11,19 +15,27 @@ import QueueData
 
 let arguments = CommandLine.arguments.dropFirst()
 let quick = arguments.contains("--quick")
-let only: String? = arguments.firstIndex(of: "--only").flatMap { index in
+let only: [String]? = arguments.firstIndex(of: "--only").flatMap { index in
     arguments.index(after: index) < arguments.endIndex ? arguments[arguments.index(after: index)] : nil
+}.map { names in
+    names.split(separator: ",").flatMap { name in
+        // The groups that print the rows of the issue's P1–P10 table.
+        name == "goals"
+            ? ["memory", "attribute", "fetch", "filter", "journal", "json", "savers", "merge"] : [String(name)]
+    }
 }
 let count = quick ? 10_000 : 100_000
 let repetitions = quick ? 3 : 5
 
 func shouldRun(_ name: String) -> Bool {
-    only.map { name.localizedCaseInsensitiveContains($0) } ?? true
+    only.map { names in names.contains { name.localizedCaseInsensitiveContains($0) } } ?? true
 }
 
 let records = makeRecords(count)
 var results: [Measurement] = []
-print("qd-bench: \(count) records, median of \(repetitions) runs\(quick ? " (quick)" : "")\n")
+print(
+    "qd-bench: \(count) records, median of \(repetitions) runs\(quick ? " (quick)" : ""); SQLite "
+        + "\(SQLiteBaseline.libraryVersion), \(ProcessInfo.processInfo.activeProcessorCount) cores\n")
 
 /// A manager whose store holds `values`, and a context on it.
 func loadedManager(_ values: [RecordValue] = records) throws -> ContextManager {
@@ -40,6 +52,13 @@ func loadedManager(_ values: [RecordValue] = records) throws -> ContextManager {
         try context.save()
     }
     return manager
+}
+
+// MARK: P10 — memory per object
+
+// First, while earlier workloads have fragmented the heap least.
+if shouldRun("memory") {
+    results.append(try memoryMeasurement(records))
 }
 
 // MARK: P8 — attribute access
@@ -143,6 +162,8 @@ if shouldRun("fetch") || shouldRun("filter") {
     let manager = try loadedManager()
     let sqlite = SQLiteBaseline(path: ":memory:")
     sqlite.insert(records)
+    let grdb = try GRDBBaseline()
+    try grdb.insert(records)
 
     if shouldRun("fetch") {
         let subject = try medianSeconds(repetitions: repetitions) {
@@ -160,10 +181,16 @@ if shouldRun("fetch") || shouldRun("filter") {
             precondition(all.count == count)
             blackHole(all)
         }
+        let grdbFetch = try medianSeconds(repetitions: repetitions) {
+            let all = try grdb.fetchAll()
+            precondition(all.count == count)
+            blackHole(all)
+        }
         results.append(
             Measurement(
-                workload: "fetch all \(count) (fresh context)", subject: subject, baseline: baseline,
-                baselineName: "raw SQLite into structs", unit: "ms", goal: 1))
+                workload: "P2 fetch all \(count) (fresh context, in-memory store)", subject: subject,
+                baseline: baseline, baselineName: "raw SQLite :memory: into structs", unit: "ms", goal: 1,
+                otherBaselines: [Baseline(name: "GRDB Codable records, :memory:", value: grdbFetch)]))
     }
 
     if shouldRun("filter") {
@@ -185,14 +212,41 @@ if shouldRun("fetch") || shouldRun("filter") {
             blackHole(result)
         }
         precondition(matches == baselineMatches, "QueueData found \(matches), SQLite \(baselineMatches)")
+        let grdbFilter = try medianSeconds(repetitions: repetitions) {
+            let result = try grdb.fetchOlderThan50SortedByName()
+            precondition(result.count == matches)
+            blackHole(result)
+        }
         results.append(
             Measurement(
-                workload: "age > 50 sorted by name (\(matches) rows)", subject: subject, baseline: baseline,
-                baselineName: "raw SQLite", unit: "ms", goal: 1))
+                workload: "P3 age > 50 sorted by name (\(matches) of \(count), in-memory store)", subject: subject,
+                baseline: baseline, baselineName: "raw SQLite :memory:", unit: "ms", goal: 1,
+                otherBaselines: [Baseline(name: "GRDB query interface, :memory:", value: grdbFilter)]))
     }
 }
 
 // MARK: File stores
+
+/// GRDB's open + fetch all of the records (P7's baseline), measured once for both stores.
+var grdbOpenAndFetch: Double?
+
+/// The median time GRDB takes to open a database of the records and fetch them all: the
+/// database at `path` if given, else one made for it.
+@MainActor
+func grdbOpenAndFetchSeconds(path: String? = nil) throws -> Double {
+    if let grdbOpenAndFetch {
+        return grdbOpenAndFetch
+    }
+    let directory = benchmarkDirectory("grdb")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let database = path ?? directory.appendingPathComponent("grdb.sqlite").path
+    if path == nil {
+        try makeGRDBDatabase(records, at: database)
+    }
+    let seconds = try grdbOpenAndFetchAllSeconds(path: database, count: count, repetitions: repetitions)
+    grdbOpenAndFetch = seconds
+    return seconds
+}
 
 if shouldRun("journal") {
     let directory = benchmarkDirectory("journal")
@@ -215,13 +269,20 @@ if shouldRun("journal") {
         let sqlite = SQLiteBaseline(path: path, durable: true)
         sqlite.insert(records)
     }
+    // The last database GRDB wrote is P4's and P7's.
+    var grdbPath = ""
+    let grdbInsert = try medianSeconds(repetitions: quick ? 1 : 3) {
+        grdbPath = sqliteDirectory.appendingPathComponent("grdb-\(UUID().uuidString).sqlite").path
+        try makeGRDBDatabase(records, at: grdbPath)
+    }
     results.append(
         Measurement(
             workload: "P1 insert \(count) + durable save (journal)", subject: journalInsert, baseline: sqliteInsert,
             baselineName: "raw SQLite WAL+FULL, one tx", unit: "ms", goal: 1,
             note: String(
                 format: "journal file %.1f MB, %.0f bytes per record", Double(journalSize) / 1e6,
-                Double(journalSize) / Double(count))))
+                Double(journalSize) / Double(count)),
+            otherBaselines: [Baseline(name: "GRDB Codable records, WAL+FULL, one tx", value: grdbInsert)]))
 
     let iterations = quick ? 50 : 300
     let manager = managers[0]
@@ -229,17 +290,22 @@ if shouldRun("journal") {
     let saves = try timedUpdates(manager, iterations: iterations)
     let recordSize = (fileSize(directory.appendingPathComponent("Benchmark.journal")) - before) / iterations
     let appends = timedAppends(size: recordSize, iterations: iterations, in: directory)
+    let grdb = try GRDBBaseline(path: grdbPath, durable: true, create: false)
+    let grdbUpdates = try grdb.timedUpdates(iterations: iterations)
+    try grdb.close()
+    let grdbName = "GRDB update, WAL+FULL, a tx each"
     results.append(
         Measurement(
             workload: "P4 one-object save on \(count) (journal), p50", subject: percentile(saves, 0.5),
             baseline: percentile(appends, 0.5), baselineName: "append \(recordSize) B + fdatasync", unit: "µs",
             goal: 1.3,
-            note: "\(recordSize) bytes per one-object update record (header 24 B)"))
+            note: "\(recordSize) bytes per one-object update record (header 24 B); \(iterations) saves",
+            otherBaselines: [Baseline(name: grdbName, value: percentile(grdbUpdates, 0.5))]))
     results.append(
         Measurement(
             workload: "P4 one-object save on \(count) (journal), p99", subject: percentile(saves, 0.99),
             baseline: percentile(appends, 0.99), baselineName: "append \(recordSize) B + fdatasync", unit: "µs",
-            goal: 1.3))
+            goal: 1.3, otherBaselines: [Baseline(name: grdbName, value: percentile(grdbUpdates, 0.99))]))
     manager.close()
 
     let openJournal = try medianSeconds(repetitions: repetitions) {
@@ -259,8 +325,10 @@ if shouldRun("journal") {
     }
     results.append(
         Measurement(
-            workload: "P7 open \(count) journal + fetch all", subject: openJournal, baseline: decode,
-            baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
+            workload: "P7 open \(count) journal + fetch all", subject: openJournal,
+            baseline: try grdbOpenAndFetchSeconds(path: grdbPath), baselineName: "GRDB open + fetch all Codable",
+            unit: "ms", goal: 0.5,
+            otherBaselines: [Baseline(name: "read + JSONDecoder of the rows", value: decode)]))
 }
 
 if shouldRun("json") {
@@ -299,8 +367,9 @@ if shouldRun("json") {
     }
     results.append(
         Measurement(
-            workload: "P7 open \(count) JSON store + fetch all", subject: openJSON, baseline: decode,
-            baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
+            workload: "P7 open \(count) JSON store + fetch all", subject: openJSON,
+            baseline: try grdbOpenAndFetchSeconds(), baselineName: "GRDB open + fetch all Codable", unit: "ms",
+            goal: 0.5, otherBaselines: [Baseline(name: "read + JSONDecoder of the rows", value: decode)]))
     let loadJSON = try medianSeconds(repetitions: repetitions) {
         let reopened = ContextManager(delegate: FileStoreBenchmark(directory: directory, type: .jsonFile))
         try reopened.loadPersistentStore()
@@ -310,6 +379,14 @@ if shouldRun("json") {
         Measurement(
             workload: "JSON store open (read + decode \(count) rows)", subject: loadJSON, baseline: decode,
             baselineName: "read + JSONDecoder of the rows", unit: "ms", goal: 0.5))
+}
+
+// MARK: P5 — concurrent durable saves
+
+if shouldRun("savers") {
+    results.append(
+        try concurrentSaversMeasurement(
+            records, queues: 8, savesPerQueue: quick ? 100 : 500, repetitions: quick ? 1 : 3))
 }
 
 // MARK: Migration
