@@ -16,12 +16,11 @@ struct CompiledPredicate {
     /// Compiles `predicate` for the rows of one entity, or returns `nil` when it has an
     /// expression that cannot run on rows.
     ///
-    /// - Parameter slot: The row slot a key path of the predicate's object reads (an
-    ///   attribute's), or `nil` if it reads anything else.
+    /// - Parameter slot: The row slot of the attribute a key path of the predicate's object
+    ///   is (of the given type and optionality), or `nil` if it is not known to be one.
     static func compile<Object>(
         _ predicate: Predicate<Object>,
-        slot:
-            @escaping (AnyKeyPath, AttributeType, _ isOptional: Bool, _ probe: (ManagedObject) -> StoredValue?) -> Int?
+        slot: @escaping (AnyKeyPath, AttributeType, _ isOptional: Bool) -> Int?
     ) -> CompiledPredicate? {
         guard let expression = predicate.expression as? any RowCompilable else { return nil }
         let compiler = RowPredicateCompiler(slot: slot)
@@ -38,13 +37,11 @@ typealias RowEvaluator = (UnsafePointer<StoredValue>) -> StoredValue
 
 /// What compiling needs from the fetch: how key paths map to slots.
 struct RowPredicateCompiler {
-    let slot: (AnyKeyPath, AttributeType, _ isOptional: Bool, _ probe: (ManagedObject) -> StoredValue?) -> Int?
+    let slot: (AnyKeyPath, AttributeType, _ isOptional: Bool) -> Int?
 
-    /// The slot `keyPath` reads, when it reads one attribute of `Object` as it is stored.
+    /// The slot of the attribute `keyPath` is, if known.
     func slot<Object, Value: AttributeValue>(of keyPath: KeyPath<Object, Value>) -> Int? {
-        slot(keyPath, Value.attributeType, Value.isOptionalAttribute) { object in
-            (object as? Object).map { $0[keyPath: keyPath].storedValue }
-        }
+        slot(keyPath, Value.attributeType, Value.isOptionalAttribute)
     }
 }
 
@@ -89,6 +86,13 @@ extension PredicateExpressions.Variable: RowVariable {}
 extension PredicateExpressions.KeyPath: RowCompilable where Output: NativeAttributeValue {
     func rowEvaluator(_ compiler: RowPredicateCompiler) -> RowEvaluator? {
         guard root is any RowVariable, let slot = compiler.slot(of: keyPath) else { return nil }
+        if Output.attributeType == .float {
+            // A `Float` attribute reads its stored `Double` as a `Float`: compare that value.
+            return { row in
+                guard case .double(let value) = row[slot] else { return row[slot] }
+                return .double(Double(Float(value)))
+            }
+        }
         return { $0[slot] }
     }
 }
@@ -109,6 +113,20 @@ extension PredicateExpressions.Value: RowConstantSequence where Output: Sequence
 extension PredicateExpressions.NilLiteral: RowCompilable {
     func rowEvaluator(_ compiler: RowPredicateCompiler) -> RowEvaluator? {
         { _ in .null }
+    }
+}
+
+extension PredicateExpressions.UnaryMinus: RowCompilable where Wrapped: RowCompilable {
+    func rowEvaluator(_ compiler: RowPredicateCompiler) -> RowEvaluator? {
+        guard let wrapped = wrapped.rowEvaluator(compiler) else { return nil }
+        return { row in
+            switch wrapped(row) {
+            case .integer(let value): return .integer(0 &- value)
+            case .double(let value): return .double(-value)
+            case .decimal(let value): return .decimal(-value)
+            default: return .null
+            }
+        }
     }
 }
 

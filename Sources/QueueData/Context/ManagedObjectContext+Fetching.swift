@@ -141,13 +141,27 @@ extension ManagedObjectContext {
             // A compiled predicate reads rows (and objects' values) directly; otherwise
             // unregistered rows are matched through one reusable object, so rows that do not
             // match never allocate anything.
-            let compiled = predicate.flatMap { compiledPredicate($0, entityIndex: entityIndex) }
+            var compiled = predicate.flatMap { compiledPredicate($0, entityIndex: entityIndex) }
+            // Until it compiles, the predicate is evaluated on the first objects while the
+            // attribute reads of its key paths are recorded.
+            var learning = predicate != nil && compiled == nil && compilesPredicates ? Self.predicateLearningLimit : 0
             var scratch: ManagedObject?
+            func evaluate(_ predicate: Predicate<Result>, _ object: ManagedObject) throws -> Bool {
+                guard learning > 0 else { return try predicate.evaluate(unsafeDowncast(object, to: Result.self)) }
+                learning -= 1
+                let result = try evaluateLearning(predicate, on: object)
+                if let learned = compiledPredicate(predicate, entityIndex: entityIndex) {
+                    compiled = learned
+                    learning = 0
+                }
+                return result
+            }
             func matches(_ object: ManagedObject) throws -> Bool {
+                guard let predicate else { return true }
                 if let compiled {
                     return compiled.matches(object._values)
                 }
-                return try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true
+                return try evaluate(predicate, object)
             }
             func matchesCommitted(_ row: CommittedRow) throws -> Bool {
                 guard let predicate else { return true }
@@ -163,7 +177,7 @@ extension ManagedObjectContext {
                     probe = makeObject(entityIndex: entityIndex, row: row)
                     scratch = probe
                 }
-                return try predicate.evaluate(unsafeDowncast(probe, to: Result.self))
+                return try evaluate(predicate, probe)
             }
             var keepGoing = true
             try snapshot.forEachLiveRow { row in

@@ -151,15 +151,15 @@ extension ManagedObjectContext {
                 object._state = []
             }
         }
-        // Rows the commit changed to keep relationships consistent, beyond what this context
-        // changed: its objects for them take the committed state, as a merge would.
-        if outcome.changedRows.count > savedUpdates.count {
-            for (entityIndex, row) in outcome.changedRows {
-                guard let object = registry[entityIndex][row.primaryKey], row.version > object._snapshotVersion else {
-                    continue
-                }
-                object._apply(row, keepingLocalChanges: true)
+        // Rows the commit changed to keep relationships consistent (or to take an upserted
+        // object), beyond what this context changed: its objects for them take the committed
+        // state, as a merge would. (Their number says nothing: an upsert can leave a saved
+        // update's row as it was and change another.)
+        for (entityIndex, row) in outcome.changedRows {
+            guard let object = registry[entityIndex][row.primaryKey], row.version > object._snapshotVersion else {
+                continue
             }
+            object._apply(row, keepingLocalChanges: true)
         }
         clearPendingChanges()
 

@@ -42,9 +42,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingDeletes: [ManagedObject] = []
     var mergesAutomaticallyValue = true
     var mergePolicyValue: MergePolicy = .error
-    /// The row slot each key path compiled predicates used reads, by entity (`nil`: not an
-    /// attribute read as stored).
-    var keyPathSlots: [KeyPathSlot: Int?] = [:]
+    /// The row slot of each attribute key path seen read by a predicate, by entity.
+    var keyPathSlots: [KeyPathSlot: Int] = [:]
     /// Whether fetches compile predicates to run on rows (tests turn it off to compare).
     var compilesPredicates = true
 

@@ -37,6 +37,10 @@
 /// registered instance stays and the inserted one leaves the context (still readable). An
 /// *update* that would duplicate another object's unique values, or an insert colliding
 /// with an object of another entity of its hierarchy or with two objects, always throws.
+/// Relationships other objects hold to the inserted object move to the existing one whatever
+/// the policy (the graph stays consistent): if the inserted object was put in another
+/// object's to-many whose inverse is a to-one, the existing object's to-one follows it, even
+/// under ``mergeByPropertyStoreTrump`` and ``rollback``.
 ///
 /// After a save that resolved conflicts, the saving context's objects hold what was stored.
 /// Resolution runs on the coordinator's queue, in the same step as the commit: no other save

@@ -19,6 +19,12 @@ final class Specimen: ManagedObject {
     var doubled: Int { count * 2 }
     /// Computed from two attributes, of an attribute's type: not a slot either.
     var noteOrLabel: String { note ?? label }
+    /// Equal to the attribute for lowercase labels only.
+    var lowerLabel: String { label.lowercased() }
+    /// Equal to the attribute for non-negative counts only.
+    var clampedCount: Int { max(count, 0) }
+    /// Traps unless `seen` is set: only a predicate that checks `seen` first may read it.
+    var seenDay: Int { Int(seen!.timeIntervalSince1970 / 86_400) }
 }
 
 let specimenModel = ManagedObjectModel([Specimen.self])
@@ -190,11 +196,11 @@ struct CompiledPredicateTests {
                 let predicate = generator.predicate(depth: 3)
                 var request = FetchRequest<Specimen>(predicate: predicate)
                 request.includesPendingChanges = iteration % 3 != 0
+                context.compilesPredicates = true
+                let compiled = try context.fetchObjectIDs(request)
                 if context.compiledPredicate(predicate, entityIndex: entityIndex) != nil {
                     compiledCount += 1
                 }
-                context.compilesPredicates = true
-                let compiled = try context.fetchObjectIDs(request)
                 context.compilesPredicates = false
                 let evaluated = try context.fetchObjectIDs(request)
                 context.compilesPredicates = true
@@ -211,32 +217,93 @@ struct CompiledPredicateTests {
         #expect(Double(compiledCount) > Double(iterations) * 0.5, "\(compiledCount) of \(iterations) compiled")
     }
 
-    @Test("key paths map to the attribute they read; computed properties and relationships are not compiled")
+    @Test("key paths are learned from the attribute wrappers; computed properties and relationships are not compiled")
     func keyPaths() throws {
         let manager = makeManager(model: specimenModel)
         let context = try makeContext(manager, "compiled-key-paths")
         try context.performAndWait {
             let entityIndex = try #require(context.model.entities.firstIndex { $0.name == "Specimen" })
-            func compiles(_ predicate: Predicate<Specimen>) -> Bool {
-                context.compiledPredicate(predicate, entityIndex: entityIndex) != nil
+            for (label, count) in [("ABC", -5), ("abc", 0), ("Abc", 3)] {
+                let specimen = context.insert(Specimen.self)
+                specimen.label = label
+                specimen.count = count
             }
-            #expect(compiles(#Predicate { $0.count > 3 && $0.label.starts(with: "a") }))
-            #expect(compiles(#Predicate { $0.note == nil || ($0.level ?? 0) >= 1 }))
-            #expect(compiles(#Predicate { [1, 2, 3].contains($0.count) && !$0.flag }))
-            #expect(!compiles(#Predicate { $0.doubled > 3 }))
-            #expect(!compiles(#Predicate { $0.noteOrLabel == "a" }))
-            #expect(!compiles(#Predicate { $0.label.count > 2 }))
-            let fetched = try context.fetch(FetchRequest<Specimen>(predicate: #Predicate { $0.count > 3 }))
-            #expect(fetched.isEmpty)
+            try context.save()
+            context.reset()
+            func compiles(_ predicate: Predicate<Specimen>) throws -> Bool {
+                _ = try context.fetchObjectIDs(FetchRequest<Specimen>(predicate: predicate))
+                return context.compiledPredicate(predicate, entityIndex: entityIndex) != nil
+            }
+            // Every key path of the predicate must have been read once (`&&` and `||` may skip one).
+            #expect(try compiles(#Predicate { $0.count >= -5 && $0.label.starts(with: "a") }))
+            #expect(try compiles(#Predicate { $0.note != nil || ($0.level ?? 0) >= 1 }))
+            #expect(try compiles(#Predicate { [1, 2, 3].contains($0.count) && !$0.flag }))
+            // Computed properties are never taken for the attribute they read, even where
+            // they return its value.
+            #expect(try !compiles(#Predicate { $0.doubled > 3 }))
+            #expect(try !compiles(#Predicate { $0.noteOrLabel == "abc" }))
+            #expect(try !compiles(#Predicate { $0.lowerLabel == "abc" }))
+            #expect(try !compiles(#Predicate { $0.clampedCount == 0 }))
+            #expect(try !compiles(#Predicate { $0.label.count > 2 }))
+            func labels(_ predicate: Predicate<Specimen>) throws -> [String] {
+                try context.fetch(FetchRequest<Specimen>(predicate: predicate, sortBy: [SortDescriptor(\.count)]))
+                    .map(\.label)
+            }
+            #expect(try labels(#Predicate { $0.lowerLabel == "abc" }) == ["ABC", "abc", "Abc"])
+            #expect(try labels(#Predicate { $0.clampedCount == 0 }) == ["ABC", "abc"])
         }
         let graph = graphManager("memory", TemporaryDirectory("compiled-graph"))
         let graphContext = try graph.createContext()
         try graphContext.performAndWait {
+            let explorer = graphContext.insert(Explorer.self)
+            explorer.name = "Alice"
+            let expedition = graphContext.insert(Expedition.self)
+            expedition.title = "x"
+            expedition.leader = explorer
+            try graphContext.save()
             let index = try #require(graphContext.model.entities.firstIndex { $0.name == "Expedition" })
             let toOne = #Predicate<Expedition> { $0.leader?.name == "Alice" }
+            #expect(try graphContext.fetch(FetchRequest(predicate: toOne)).count == 1)
             #expect(graphContext.compiledPredicate(toOne, entityIndex: index) == nil)
             let plain = #Predicate<Expedition> { $0.title == "x" }
+            #expect(try graphContext.fetch(FetchRequest(predicate: plain)).count == 1)
             #expect(graphContext.compiledPredicate(plain, entityIndex: index) != nil)
+        }
+    }
+
+    @Test("a computed property is never read on rows a predicate's own checks exclude, empty store or not")
+    func computedPropertiesRunOnlyWhereEvaluateRunsThem() throws {
+        let manager = makeManager(model: specimenModel)
+        let context = try makeContext(manager, "compiled-guarded")
+        try context.performAndWait {
+            let predicate = #Predicate<Specimen> { $0.seen != nil && $0.seenDay == 1 }
+            #expect(try context.fetch(FetchRequest(predicate: predicate)).isEmpty)
+            for day in [nil, 1, 2] as [Int?] {
+                context.insert(Specimen.self).seen = day.map { Date(timeIntervalSince1970: Double($0) * 86_400) }
+            }
+            try context.save()
+            context.reset()
+            #expect(try context.fetch(FetchRequest(predicate: predicate)).count == 1)
+            #expect(try context.count(for: FetchRequest(predicate: predicate)) == 1)
+        }
+    }
+
+    @Test("a Float attribute holding a Double that is not a Float compares as the Float it reads as")
+    func floatAttributes() throws {
+        let manager = makeManager(model: specimenModel)
+        let context = try makeContext(manager, "compiled-float")
+        try context.performAndWait {
+            let specimen = context.insert(Specimen.self)
+            specimen.setValue(.double(0.1), forKey: "ratio")
+            try context.save()
+            context.reset()
+            let target = Float(0.1)
+            for _ in 0..<2 {  // learning, then compiled
+                #expect(
+                    try context.count(for: FetchRequest<Specimen>(predicate: #Predicate { $0.ratio == target })) == 1)
+                #expect(
+                    try context.count(for: FetchRequest<Specimen>(predicate: #Predicate { $0.ratio < target })) == 0)
+            }
         }
     }
 }

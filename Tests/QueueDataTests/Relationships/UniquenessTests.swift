@@ -33,7 +33,21 @@ final class Violin: Instrument {
     @Attribute var maker: String = ""
 }
 
-let uniquenessModel = ManagedObjectModel([Country.self, City.self, Account.self, Instrument.self, Violin.self])
+final class Keeper: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "keeper") var badges: Set<Badge>
+    @Relationship(inverse: "holders") var favorites: [Badge]
+}
+
+final class Badge: ManagedObject {
+    @Attribute(.unique) var code: String = ""
+    @Relationship(inverse: "badges") var keeper: Keeper?
+    @Relationship(inverse: "favorites") var holders: Set<Keeper>
+}
+
+let uniquenessModel = ManagedObjectModel([
+    Country.self, City.self, Account.self, Instrument.self, Violin.self, Keeper.self, Badge.self,
+])
 
 @Suite("Uniqueness constraints")
 struct UniquenessTests {
@@ -243,6 +257,46 @@ struct UniquenessTests {
             #expect(update.name == "Portugal!")  // still readable
             #expect(!context.hasChanges)
         }
+    }
+
+    @Test("after an upsert the saving context's objects match the store, including ones it did not change")
+    func upsertLeavesTheSavingContextCurrent() throws {
+        let manager = manager()
+        let seed = try manager.createContext()
+        try seed.performAndWait {
+            let keepers = ["first", "second", "third"].map { name in
+                let keeper = seed.insert(Keeper.self)
+                keeper.name = name
+                return keeper
+            }
+            let badge = seed.insert(Badge.self)
+            badge.code = "x"
+            badge.keeper = keepers[1]
+            badge.holders = [keepers[0], keepers[2]]
+            try seed.save()
+        }
+        let context = try manager.createContext()
+        let seen = try context.performAndWait {
+            context.mergePolicy = .mergeByPropertyObjectTrump
+            let keepers = Dictionary(
+                uniqueKeysWithValues: try context.fetch(FetchRequest<Keeper>()).map { ($0.name, $0) })
+            let badge = try context.fetch(FetchRequest<Badge>())[0]
+            let newcomer = context.insert(Keeper.self)
+            newcomer.name = "new"
+            let duplicate = context.insert(Badge.self)
+            duplicate.code = "x"
+            duplicate.keeper = newcomer  // takes the badge from "second", which this save never touched
+            duplicate.holders = [keepers["first"]!, keepers["third"]!]
+            try context.save()
+            return "\(keepers["second"]!.badges.map(\.code)) \(badge.keeper?.name ?? "-")"
+        }
+        let fresh = try manager.createContext()
+        let stored = try fresh.performAndWait {
+            let second = try fresh.first(Keeper.self, where: #Predicate { $0.name == "second" })
+            return "\(second.badges.map(\.code)) \(try fresh.fetch(FetchRequest<Badge>())[0].keeper?.name ?? "-")"
+        }
+        #expect(seen == stored)
+        #expect(stored == "[] new")
     }
 
     @Test("several inserts of one value in one save become one object (the last one's values win)")
