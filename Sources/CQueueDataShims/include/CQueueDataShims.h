@@ -16,9 +16,6 @@ extern _Thread_local intptr_t qd_tls_attribute_slot;
 extern _Thread_local intptr_t qd_tls_relationship_slot;
 /// The recorder collecting attribute declarations while a model discovers a class.
 extern _Thread_local void *_Nullable qd_tls_attribute_recorder;
-/// The recorder collecting which attributes are read, while a fetch learns a predicate's
-/// key paths.
-extern _Thread_local void *_Nullable qd_tls_attribute_reads;
 
 static inline const void *_Nullable qd_confinement_current(void) {
     return qd_tls_confinement;
@@ -66,14 +63,6 @@ static inline void *_Nullable qd_attribute_recorder_get(void) {
 
 static inline void qd_attribute_recorder_set(void *_Nullable recorder) {
     qd_tls_attribute_recorder = recorder;
-}
-
-static inline void *_Nullable qd_attribute_reads_get(void) {
-    return qd_tls_attribute_reads;
-}
-
-static inline void qd_attribute_reads_set(void *_Nullable recorder) {
-    qd_tls_attribute_reads = recorder;
 }
 
 #endif

@@ -8,12 +8,6 @@ extension ManagedObjectContext {
     ///
     /// - Throws: An error thrown while evaluating the predicate; ``StoreError`` if the store
     ///   was closed.
-    /// Predicates of the common shapes — attributes compared with constants (`==`, `!=`, `<`,
-    /// …), `&&`, `||`, `!`, `??`, `nil` checks, membership in a constant array,
-    /// `starts(with:)` and `contains` on strings — run on the rows themselves, without making
-    /// objects; other predicates (computed properties, relationships, other functions) are
-    /// evaluated on objects with `Predicate.evaluate`. Both give the same results.
-    ///
     /// - Complexity: O(*n*) predicate evaluations over the entity's rows, plus the sort.
     /// - Important: Call on the context's queue.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
@@ -138,36 +132,11 @@ extension ManagedObjectContext {
         let predicate = request.predicate
         for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
             let registered = registry[entityIndex]
-            // A compiled predicate reads rows (and objects' values) directly; otherwise
-            // unregistered rows are matched through one reusable object, so rows that do not
+            // Unregistered rows are matched through one reusable object, so rows that do not
             // match never allocate anything.
-            var compiled = predicate.flatMap { compiledPredicate($0, entityIndex: entityIndex) }
-            // Until it compiles, the predicate is evaluated on the first objects while the
-            // attribute reads of its key paths are recorded.
-            var learning = predicate != nil && compiled == nil && compilesPredicates ? Self.predicateLearningLimit : 0
             var scratch: ManagedObject?
-            func evaluate(_ predicate: Predicate<Result>, _ object: ManagedObject) throws -> Bool {
-                guard learning > 0 else { return try predicate.evaluate(unsafeDowncast(object, to: Result.self)) }
-                learning -= 1
-                let result = try evaluateLearning(predicate, on: object)
-                if let learned = compiledPredicate(predicate, entityIndex: entityIndex) {
-                    compiled = learned
-                    learning = 0
-                }
-                return result
-            }
-            func matches(_ object: ManagedObject) throws -> Bool {
-                guard let predicate else { return true }
-                if let compiled {
-                    return compiled.matches(object._values)
-                }
-                return try evaluate(predicate, object)
-            }
             func matchesCommitted(_ row: CommittedRow) throws -> Bool {
                 guard let predicate else { return true }
-                if let compiled {
-                    return row.values.withUnsafeBufferPointer { compiled.matches($0.baseAddress!) }
-                }
                 let probe: ManagedObject
                 if let scratch {
                     scratch._load(row.values)
@@ -177,7 +146,7 @@ extension ManagedObjectContext {
                     probe = makeObject(entityIndex: entityIndex, row: row)
                     scratch = probe
                 }
-                return try evaluate(predicate, probe)
+                return try predicate.evaluate(unsafeDowncast(probe, to: Result.self))
             }
             var keepGoing = true
             try snapshot.forEachLiveRow { row in
@@ -185,7 +154,7 @@ extension ManagedObjectContext {
                 if let object = registered[row.primaryKey] {
                     if request.includesPendingChanges {
                         guard !object._state.contains(.deleted) else { return }
-                        if try matches(object) {
+                        if try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true {
                             keepGoing = try body(.object(object))
                         }
                     } else if try matchesCommitted(row) {
@@ -199,24 +168,9 @@ extension ManagedObjectContext {
         }
         guard request.includesPendingChanges else { return }
         let entitySet = Set(entityIndexes)
-        var compiled: [Int: CompiledPredicate?] = [:]
         for object in pendingInserts where Self.isPendingInsert(object) {
-            let entityIndex = object._objectID.key.entityIndex!
-            guard entitySet.contains(entityIndex) else { continue }
-            let matches: Bool
-            if let predicate {
-                if compiled[entityIndex] == nil {
-                    compiled[entityIndex] = .some(compiledPredicate(predicate, entityIndex: entityIndex))
-                }
-                if let rowPredicate = compiled[entityIndex]! {
-                    matches = rowPredicate.matches(object._values)
-                } else {
-                    matches = try predicate.evaluate(unsafeDowncast(object, to: Result.self))
-                }
-            } else {
-                matches = true
-            }
-            if matches {
+            guard entitySet.contains(object._objectID.key.entityIndex!) else { continue }
+            if try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true {
                 guard try body(.object(object)) else { return }
             }
         }

@@ -42,10 +42,6 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingDeletes: [ManagedObject] = []
     var mergesAutomaticallyValue = true
     var mergePolicyValue: MergePolicy = .error
-    /// The row slot of each attribute key path seen read by a predicate, by entity.
-    var keyPathSlots: [KeyPathSlot: Int] = [:]
-    /// Whether fetches compile predicates to run on rows (tests turn it off to compare).
-    var compilesPredicates = true
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
     ///   for the private contexts of asynchronous fetches, which only read committed rows).

@@ -118,28 +118,6 @@ final class QueueConfinement: @unchecked Sendable {
         return false
     }
 
-    /// The slow path of an attribute read: tells a recorder learning key paths (see
-    /// ``AttributeReadRecorder``) which key path read which slot, then checks confinement.
-    @usableFromInline
-    func _checkReading(_ object: ManagedObject, keyPath: AnyKeyPath, slot: Int) {
-        if let recorder = qd_attribute_reads_get() {
-            Unmanaged<AttributeReadRecorder>.fromOpaque(recorder).takeUnretainedValue()
-                .record(keyPath, slot: slot, of: object)
-        }
-        if !_isConfinedSlowPath() {
-            _trapNotConfined(object._subjectDescription)
-        }
-    }
-
-    /// Runs `body` outside the fast path (still inside this confinement's block), so that
-    /// every attribute read goes through `_checkReading`.
-    func withoutFastPath<Result>(_ body: () throws -> Result) rethrows -> Result {
-        let token = qd_confinement_current()
-        qd_confinement_set_current(nil)
-        defer { qd_confinement_set_current(token) }
-        return try body()
-    }
-
     /// Whether the caller currently runs where this confinement admits it.
     var isCurrent: Bool {
         _isMarkedCurrent() || _isConfinedSlowPath()

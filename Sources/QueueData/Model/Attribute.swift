@@ -110,11 +110,7 @@ public struct Attribute<Value: Codable> {
         // the optimizer keep a dynamic exclusivity check on every access (≈ 8 ns).
         @inline(__always) get {
             let slot = Int(object[keyPath: storageKeyPath].slot)
-            let confinement = object._confinement
-            if !confinement._isMarkedCurrent() {
-                // Off the fast path (and where a fetch learns which key paths are attributes).
-                confinement._checkReading(object, keyPath: wrappedKeyPath, slot: slot)
-            }
+            object._confinement.check(object._subjectDescription)
             return _decode(object._values[slot], object: object, slot: slot)
         }
         @inline(__always) set {
