@@ -138,19 +138,6 @@ private func linkTimes(_ values: GraphValues, repetitions: Int) throws -> (subje
     return (try run(linked: true), try run(linked: false))
 }
 
-/// A manager of the graph's journal store in `directory`, loaded: a copy of `template`, or
-/// a new empty store.
-private func openFanoutStore(in directory: URL, from template: URL? = nil) throws -> ContextManager {
-    let store = directory.appendingPathComponent("Graph.journal")
-    try? FileManager.default.removeItem(at: store)
-    if let template {
-        try FileManager.default.copyItem(at: template, to: store)
-    }
-    let manager = ContextManager(delegate: GraphStore(directory: directory))
-    try manager.loadPersistentStore()
-    return manager
-}
-
 /// The saved graph of `linked` children, kept for the delete workload.
 private func fanoutTemplate(in directory: URL, linked: Bool) -> URL {
     directory.appendingPathComponent(linked ? "linked.journal" : "unlinked.journal")
@@ -170,7 +157,7 @@ private func saveTimes(
         try medianSeconds(
             repetitions: repetitions,
             setUp: { () throws -> (ContextManager, ManagedObjectContext) in
-                let manager = try openFanoutStore(in: directory)
+                let manager = try openGraphStore(in: directory)
                 let context = try manager.createContext()
                 context.performAndWait { insertFanout(values, into: context, linked: linked) }
                 return (manager, context)
@@ -209,7 +196,7 @@ private func deleteTimes(
         try medianSeconds(
             repetitions: repetitions,
             setUp: { () throws -> (ContextManager, ManagedObjectContext, [GraphChild]) in
-                let manager = try openFanoutStore(in: directory, from: fanoutTemplate(in: directory, linked: linked))
+                let manager = try openGraphStore(in: directory, from: fanoutTemplate(in: directory, linked: linked))
                 let context = try manager.createContext()
                 let victims = try context.performAndWait { () throws -> [GraphChild] in
                     let children =

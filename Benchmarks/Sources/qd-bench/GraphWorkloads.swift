@@ -44,7 +44,7 @@ func graphMeasurements(_ graph: GraphValues, repetitions: Int, traversals: Int) 
 
 /// A manager of the graph's journal store in `directory`, loaded: a copy of `template`, or
 /// a new empty store.
-private func openGraphStore(in directory: URL, from template: URL? = nil) throws -> ContextManager {
+func openGraphStore(in directory: URL, from template: URL? = nil) throws -> ContextManager {
     let store = directory.appendingPathComponent("Graph.journal")
     try? FileManager.default.removeItem(at: store)
     if let template {

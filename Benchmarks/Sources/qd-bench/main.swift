@@ -40,17 +40,7 @@ print(
 /// A manager whose store holds `values`, and a context on it.
 func loadedManager(_ values: [RecordValue] = records) throws -> ContextManager {
     let manager = ContextManager(delegate: BenchmarkStore())
-    let context = try manager.createContext()
-    try context.performAndWait {
-        for value in values {
-            let record = context.insert(Record.self)
-            record.name = value.name
-            record.age = value.age
-            record.score = value.score
-            record.created = value.created
-        }
-        try context.save()
-    }
+    try insertAndSave(manager, values)
     return manager
 }
 
@@ -134,17 +124,7 @@ for size in quick ? [10_000] : [10_000, count] where shouldRun("attribute") {
 if shouldRun("insert") {
     let subject = try medianSeconds(repetitions: repetitions) {
         let manager = ContextManager(delegate: BenchmarkStore())
-        let context = try manager.createContext()
-        try context.performAndWait {
-            for value in records {
-                let record = context.insert(Record.self)
-                record.name = value.name
-                record.age = value.age
-                record.score = value.score
-                record.created = value.created
-            }
-            try context.save()
-        }
+        try insertAndSave(manager, records)
         manager.close()
     }
     let baseline = medianSeconds(repetitions: repetitions) {

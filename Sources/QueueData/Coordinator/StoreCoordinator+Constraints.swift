@@ -264,10 +264,10 @@ extension StoreCoordinator {
         deleted: [RowKey]
     ) {
         guard !uniquenessIndexes.isEmpty else { return }
+        // Removals first: a save may move values from one object to another.
+        let removed = written.map { RowKey(entityIndex: $0.entityIndex, primaryKey: $0.row.primaryKey) } + deleted
         for position in uniquenessIndexes.indices {
             uniquenessIndexes[position].rows.reserveCapacity(uniquenessIndexes[position].rows.count + written.count)
-            // Removals first: a save may move values from one object to another.
-            let removed = written.map { RowKey(entityIndex: $0.entityIndex, primaryKey: $0.row.primaryKey) } + deleted
             for key in removed {
                 guard uniquenessIndexes[position].columns[key.entityIndex] != nil,
                     let old = before[key.entityIndex].row(for: key.primaryKey),
