@@ -92,6 +92,10 @@ extension ManagedObjectContext {
 
         let coordinator = self.coordinator
         let outcome = try coordinator.queue.sync { try coordinator.commit(request) }
+        if let ticket = outcome.durabilityTicket {
+            // Group commit: other contexts' saves are appended while this one waits for the disk.
+            try coordinator.waitUntilDurable(ticket)
+        }
 
         // Committed: bring the objects up to date.
         var insertedIDs: [ObjectID] = []

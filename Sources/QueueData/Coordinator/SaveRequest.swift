@@ -66,4 +66,7 @@ struct SaveOutcome: Sendable {
     var restoredRows: [(entityIndex: Int, row: CommittedRow)]
     /// Rows this commit deleted.
     var deletedKeys: [RowKey]
+    /// The commit to wait for with ``StoreCoordinator/waitUntilDurable(_:)`` before reporting
+    /// the save; `nil` when it is durable already.
+    var durabilityTicket: Int?
 }

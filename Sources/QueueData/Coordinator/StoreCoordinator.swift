@@ -7,8 +7,9 @@ import Foundation
 /// `queue.sync`), which serializes saves and makes conflict checks and commits one step:
 /// no other save can slip in between.
 ///
-/// `@unchecked Sendable`: the mutable state (`tables`, `store`) is only touched
-/// on `queue`; everything else is immutable after `init`.
+/// `@unchecked Sendable`: the mutable state (`tables`, `store`, ...) is only touched
+/// on `queue`, except `synchronizedCommits`, only touched on the journal's synchronization
+/// queue; everything else is immutable after `init`.
 final class StoreCoordinator: @unchecked Sendable {
     let queue: DispatchQueue
     /// Identifies this coordinator in save notifications, so that only its contexts merge them.
@@ -18,8 +19,24 @@ final class StoreCoordinator: @unchecked Sendable {
     /// One key per entity, shared by all its object IDs.
     let entityKeys: [EntityKey]
 
-    private var store: (any PersistentStore)?
+    private(set) var store: (any PersistentStore)?
+    /// The rows after every commit so far: what the next commit is checked and applied against.
     private(set) var tables: [EntityTable]
+    /// The rows after every durable commit: what contexts read. The same as `tables` except
+    /// while group-committed saves wait for their synchronization (see
+    /// ``waitUntilDurable(_:)``), so that no context sees rows a failed sync could still lose.
+    var durableTables: [EntityTable] = []
+    /// How many commits reached the store, and how many of them are durable.
+    var appendedCommits = 0
+    var durableCommits = 0
+    /// The journal store's ``JournalStore/synchronizationQueue`` (group commit); `nil` for
+    /// other stores, which commit durably on `queue`.
+    let synchronizationQueue: DispatchQueue?
+    /// How many commits the journal's synchronizations made durable: touched only on the
+    /// journal's synchronization queue (a follower's check there needs no hop to `queue`).
+    var synchronizedCommits = 0
+    /// Why commits are refused after a group commit's synchronization failed.
+    var durabilityFailure: StoreError?
     /// The committed rows' values of every uniqueness constraint.
     var uniquenessIndexes: [UniquenessIndex]
     /// The store's metadata; `nextPrimaryKeys` is kept in `tables`.
@@ -72,11 +89,13 @@ final class StoreCoordinator: @unchecked Sendable {
             throw error
         }
         self.store = store
+        self.synchronizationQueue = (store as? JournalStore)?.synchronizationQueue
         self.baseMetadata = contents.metadata
         self.storeIdentifier = contents.metadata.storeIdentifier
         self.entityKeys = model.entities.enumerated().map { index, entity in
             EntityKey(entityName: entity.name, storeIdentifier: contents.metadata.storeIdentifier, entityIndex: index)
         }
+        self.durableTables = tables
     }
 
     /// Closes the store when the last context and the manager are gone without `close()`,
@@ -206,24 +225,24 @@ final class StoreCoordinator: @unchecked Sendable {
     /// Snapshots of the given entities' committed rows.
     func snapshots(of entityIndexes: [Int]) throws -> [TableSnapshot] {
         try checkOpen()
-        return entityIndexes.map { tables[$0].snapshot }
+        return entityIndexes.map { durableTables[$0].snapshot }
     }
 
     /// The committed row of one object, if it exists.
     func committedRow(entityIndex: Int, primaryKey: Int64) throws -> CommittedRow? {
         try checkOpen()
-        return tables[entityIndex].row(for: primaryKey)
+        return durableTables[entityIndex].row(for: primaryKey)
     }
 
     /// The committed rows of several objects of one entity (`nil` for missing ones).
     func committedRows(entityIndex: Int, primaryKeys: [Int64]) throws -> [CommittedRow?] {
         try checkOpen()
-        return primaryKeys.map { tables[entityIndex].row(for: $0) }
+        return primaryKeys.map { durableTables[entityIndex].row(for: $0) }
     }
 
     /// The number of committed rows.
     var rowCount: Int {
-        tables.reduce(0) { $0 + $1.liveCount }
+        durableTables.reduce(0) { $0 + $1.liveCount }
     }
 
     private func checkOpen() throws {
@@ -239,11 +258,20 @@ final class StoreCoordinator: @unchecked Sendable {
     /// Every updated or deleted object whose committed version is no longer the one its
     /// context last saw is a conflict, settled by the request's merge policy.
     ///
+    /// A journal store appends the save without waiting for the disk (group commit): the
+    /// outcome's ``SaveOutcome/durabilityTicket`` is then to be passed to
+    /// ``waitUntilDurable(_:)`` before the save is reported. Other stores commit durably here.
+    ///
     /// - Throws: ``MergeConflictError`` for conflicts the policy leaves failing;
     ///   ``StoreError`` when the store cannot commit. Nothing is applied on failure.
     func commit(_ request: SaveRequest) throws -> SaveOutcome {
         guard let store else {
             throw StoreError(.closed, "The store was closed; its manager must load it again.")
+        }
+        if let durabilityFailure {
+            throw StoreError(
+                .closed, "The store refuses commits after a failed write; its manager must load it again.",
+                url: store.storeURL, underlyingError: durabilityFailure)
         }
         // Keys for the inserted rows come first: relationships in this save refer to them.
         var nextKeys = tables.map(\.nextPrimaryKey)
@@ -464,10 +492,13 @@ final class StoreCoordinator: @unchecked Sendable {
         }
         let changeSet = ChangeSet(entities: changes.filter { !$0.isEmpty }, nextPrimaryKeys: nextPrimaryKeys)
         if !changeSet.entities.isEmpty {
-            try store.commit(changeSet, resultingState: state(of: updatedTables))
+            try record(changeSet, in: store, resultingState: state(of: updatedTables))
         }
         let before = tables
         tables = updatedTables
+        if durableCommits == appendedCommits {
+            durableTables = tables
+        }
         updateUniquenessIndexes(
             before: before,
             written: zip(inserts, insertedRows).map { ($0.entityIndex, $1) } + restoredRows + changedRows,
@@ -495,9 +526,11 @@ final class StoreCoordinator: @unchecked Sendable {
                 return rowsByKey[target] ?? tables[target.entityIndex].row(for: target.primaryKey)!
             }
         }
+        // A save that wrote nothing still read rows of saves that may not be durable yet.
         return SaveOutcome(
             inserted: allInsertedRows, upsertedInserts: Set(upserts.keys), finalRows: finalRows,
-            changedRows: changedRows, restoredRows: restoredRows, deletedKeys: plan.deletes)
+            changedRows: changedRows, restoredRows: restoredRows, deletedKeys: plan.deletes,
+            durabilityTicket: durableCommits < appendedCommits ? appendedCommits : nil)
     }
 
     /// Runs ``repairInverses(rows:written:deleted:temporaryKeys:)`` over the plan and the
@@ -593,6 +626,8 @@ final class StoreCoordinator: @unchecked Sendable {
             throw StoreError(.closed, "The store was closed; its manager must load it again.")
         }
         try store.compact(state(of: tables))
+        // The compacted store holds every commit, durably.
+        didBecomeDurable(through: appendedCommits, tables: tables)
     }
 
     /// Closes the store. Later calls throw ``StoreError/Code/closed``.
@@ -600,5 +635,6 @@ final class StoreCoordinator: @unchecked Sendable {
         store?.close()
         store = nil
         tables = []
+        durableTables = []
     }
 }

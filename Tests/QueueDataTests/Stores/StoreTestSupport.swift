@@ -7,7 +7,7 @@ import QueueData
 func journalManager(
     _ directory: TemporaryDirectory,
     name: String = "Store",
-    fileSystem: FaultyFileSystem? = nil,
+    fileSystem: (any FileSystem)? = nil,
     seed: URL? = nil,
     model: ManagedObjectModel = testModel,
     migrates: Bool = true,
@@ -28,7 +28,7 @@ func journalManager(
 func jsonManager(
     _ directory: TemporaryDirectory,
     name: String = "Store",
-    fileSystem: FaultyFileSystem? = nil,
+    fileSystem: (any FileSystem)? = nil,
     seed: URL? = nil,
     model: ManagedObjectModel = testModel,
     migrates: Bool = true,

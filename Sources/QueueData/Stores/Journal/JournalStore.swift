@@ -13,7 +13,13 @@ import Foundation
 /// The file starts with a header and a snapshot record (schema, metadata and every row);
 /// each save appends one checksummed record and returns after `fdatasync`. Opening reads the
 /// snapshot and replays the records after it. Save cost is proportional to the change, not
-/// the store. When the log outgrows the live data (more than 1 MiB and more than twice the
+/// the store.
+///
+/// Group commit: saves of several contexts that arrive while an `fdatasync` is in flight are
+/// appended meanwhile (in commit order) and made durable together by the next one, so
+/// concurrent savers share syncs. Each `save()` still returns only once its own record is
+/// durable, and no context sees a save's rows before then; a failed sync fails every save it
+/// was to cover. When the log outgrows the live data (more than 1 MiB and more than twice the
 /// estimated snapshot size) the store compacts itself: a new file with one snapshot record
 /// replaces the old one atomically. See the "Journal Format" article.
 ///
@@ -58,6 +64,11 @@ public final class JournalStore: PersistentStore {
     private var snapshotRows = 0
     private var insertBytesSinceSnapshot = 0
     private var insertedRowsSinceSnapshot = 0
+
+    /// Where group commit runs its synchronizations, outside the coordinator's queue: one at a
+    /// time, so that a save arriving while one is in flight waits for it and is then covered by
+    /// the next. Descriptors the store stops using are closed here too, after them.
+    let synchronizationQueue = DispatchQueue(label: "QueueData.JournalStore.synchronization")
 
     /// The file extension: `journal`.
     public static let fileExtension = "journal"
@@ -377,6 +388,27 @@ public final class JournalStore: PersistentStore {
     /// - Throws: ``StoreError``: `.io` when the write or the sync failed (the store then refuses
     ///   commits until reopened), `.closed` when the store is closed or refusing commits.
     public func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
+        if try !append(changes, resultingState: resultingState) {
+            let synchronization = try pendingSynchronization()
+            do {
+                try synchronization.run()
+            } catch {
+                throw synchronizationFailed(error)
+            }
+        }
+    }
+
+    /// Appends the change set as one record without waiting for the disk (group commit): a
+    /// ``JournalSynchronization`` from ``pendingSynchronization()`` makes it durable, together
+    /// with every record appended before it.
+    ///
+    /// When the log has outgrown the live data, the record is synchronized here and the journal
+    /// compacted (a failed compaction is kept in ``lastCompactionError``: the save is durable).
+    ///
+    /// - Returns: Whether the record (and every earlier one) is already durable.
+    /// - Throws: ``StoreError``: `.io` when the write failed (the store then refuses commits until
+    ///   reopened), `.closed` when the store is closed or refusing commits.
+    func append(_ changes: ChangeSet, resultingState: StoreState) throws -> Bool {
         guard let descriptor, let header, let mapping else {
             throw StoreError(
                 .closed,
@@ -384,17 +416,12 @@ public final class JournalStore: PersistentStore {
                     ? "The journal is closed." : "The journal holds another model's rows; migrate it first.",
                 url: url)
         }
-        if let failure {
-            throw StoreError(
-                .closed, "The journal refuses commits after a failed write; reopen the store. (\(failure.message))",
-                url: url, underlyingError: failure)
-        }
+        try checkNotFailed()
         let payload = JournalPayload.encodeChanges(changes, mapping: mapping)
         let record = JournalFormat.encodeRecord(
             type: .changes, sequence: nextSequence, epoch: header.epoch, payload: payload)
         do {
             try record.withUnsafeBytes { try fileSystem.writeAll(descriptor, $0, at: endOffset, path: files.path) }
-            try fileSystem.synchronizeData(descriptor, path: files.path)
         } catch {
             let error = files.ioError(error, "append to the journal")
             failure = error
@@ -407,14 +434,60 @@ public final class JournalStore: PersistentStore {
             insertedRowsSinceSnapshot += inserted
             insertBytesSinceSnapshot += payload.count
         }
-        if shouldCompact(resultingState) {
-            do {
-                try compact(resultingState)
-                lastCompactionError = nil
-            } catch {
-                // The save is durable; a failed compaction only means the log keeps growing.
-                lastCompactionError = error as? StoreError ?? files.ioError(error, "compact the journal")
-            }
+        guard shouldCompact(resultingState) else { return false }
+        do {
+            try fileSystem.synchronizeData(descriptor, path: files.path)
+        } catch {
+            throw synchronizationFailed(error)
+        }
+        do {
+            try compact(resultingState)
+            lastCompactionError = nil
+        } catch {
+            // The save is durable; a failed compaction only means the log keeps growing.
+            lastCompactionError = error as? StoreError ?? files.ioError(error, "compact the journal")
+        }
+        return true
+    }
+
+    /// What makes every record appended so far durable: an `fdatasync` of the journal, to run on
+    /// ``synchronizationQueue`` while this store goes on appending on the coordinator's queue.
+    ///
+    /// - Throws: ``StoreError/Code/closed`` when the store is closed or refusing commits.
+    func pendingSynchronization() throws -> JournalSynchronization {
+        guard let descriptor else {
+            throw StoreError(.closed, "The journal is closed.", url: url)
+        }
+        try checkNotFailed()
+        return JournalSynchronization(descriptor: descriptor, path: files.path, fileSystem: fileSystem)
+    }
+
+    /// Records that a synchronization of the journal failed: the store refuses commits from now
+    /// on (a retried `fsync` may report success without the data on disk).
+    ///
+    /// - Returns: The error to report, naming the journal.
+    func synchronizationFailed(_ error: any Error) -> StoreError {
+        let error = files.ioError(error, "synchronize the journal")
+        if failure == nil {
+            failure = error
+        }
+        return error
+    }
+
+    /// Throws ``StoreError/Code/closed`` if an earlier write or sync failed.
+    private func checkNotFailed() throws {
+        if let failure {
+            throw StoreError(
+                .closed, "The journal refuses commits after a failed write; reopen the store. (\(failure.message))",
+                url: url, underlyingError: failure)
+        }
+    }
+
+    /// Closes a descriptor the store no longer uses, after any synchronization already queued
+    /// on ``synchronizationQueue`` (which may still be using it).
+    private func retire(_ descriptor: Int32) {
+        synchronizationQueue.async { [fileSystem] in
+            fileSystem.close(descriptor)
         }
     }
 
@@ -462,7 +535,7 @@ public final class JournalStore: PersistentStore {
         // The journal's name now points to the new file.
         do {
             let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
-            fileSystem.close(descriptor)
+            retire(descriptor)
             self.descriptor = newDescriptor
             try fileSystem.synchronizeDirectory(files.directory)
         } catch {
@@ -558,7 +631,7 @@ public final class JournalStore: PersistentStore {
             }
             let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
             if let descriptor {
-                fileSystem.close(descriptor)
+                retire(descriptor)
             }
             descriptor = newDescriptor
         } catch {
@@ -574,7 +647,7 @@ public final class JournalStore: PersistentStore {
     /// Closes the journal and releases its lock.
     public func close() {
         if let descriptor {
-            fileSystem.close(descriptor)
+            retire(descriptor)
         }
         if let lockDescriptor {
             fileSystem.close(lockDescriptor)

@@ -1,0 +1,109 @@
+import Dispatch
+
+/// Group commit: a journal store's saves are appended on the coordinator's queue and synchronized
+/// outside it, so that saves arriving while an `fdatasync` is in flight are written meanwhile and
+/// made durable together by the next one.
+///
+/// Commits are numbered in the order they reach the store (`appendedCommits`); a synchronization
+/// taken after commit *n* was appended makes commits 1...*n* durable (the journal is one file,
+/// appended in order). `durableCommits` counts the durable ones and `durableTables` holds the rows
+/// after the last of them: that is what contexts read, so no context sees a save before it is
+/// durable. A failed synchronization fails every save it was to cover and every later one: the
+/// store refuses commits until its manager loads it again.
+///
+/// The only nesting is the synchronization queue calling `queue.sync`; nothing on `queue` waits
+/// for the synchronization queue (it only enqueues descriptor closes there), so the two cannot
+/// deadlock.
+extension StoreCoordinator {
+    /// Records `changes` in `store`: appended only, for a journal (the caller waits with
+    /// ``waitUntilDurable(_:)``), durably for any other store. Call on `queue`.
+    ///
+    /// - Throws: ``StoreError`` when the store could not record the changes.
+    func record(_ changes: ChangeSet, in store: any PersistentStore, resultingState: StoreState) throws {
+        guard let journal = store as? JournalStore else {
+            try store.commit(changes, resultingState: resultingState)
+            appendedCommits += 1
+            durableCommits = appendedCommits
+            return
+        }
+        let durable: Bool
+        do {
+            durable = try journal.append(changes, resultingState: resultingState)
+        } catch let error as StoreError {
+            if error.code == .io {
+                // The journal refuses commits now: so do the saves appended before this one.
+                durabilityFailure = durabilityFailure ?? error
+            }
+            throw error
+        }
+        appendedCommits += 1
+        if durable {
+            // The journal was synchronized (and compacted) with this record.
+            durableCommits = appendedCommits
+        }
+    }
+
+    /// Returns once commit `ticket` and every commit before it are durable, synchronizing the
+    /// journal unless a synchronization that started after it was appended already covered it.
+    ///
+    /// Call on the saving context's queue, never on the coordinator's: the synchronization runs
+    /// outside `queue`, so that other saves can be appended while it is in flight.
+    ///
+    /// - Throws: ``StoreError``: `.io` when the synchronization failed, `.closed` when an earlier
+    ///   one failed or the store was closed. The save is then not durable; nothing is applied.
+    func waitUntilDurable(_ ticket: Int) throws {
+        guard let synchronizationQueue else {
+            preconditionFailure("QueueData: only a journal store's commits wait for a synchronization")
+        }
+        try synchronizationQueue.sync {
+            // Saves appended while the previous synchronization ran queue up here; the first of
+            // them synchronizes for all, the others find themselves covered without a hop to
+            // the coordinator's queue.
+            if synchronizedCommits >= ticket {
+                return
+            }
+            let pending = try queue.sync {
+                () throws -> (target: Int, run: JournalSynchronization, tables: [EntityTable])? in
+                if durableCommits >= ticket {
+                    return nil
+                }
+                if let durabilityFailure {
+                    throw StoreError(
+                        .closed,
+                        "The save was not made durable: an earlier write or sync failed. (\(durabilityFailure.message))",
+                        url: durabilityFailure.url, underlyingError: durabilityFailure)
+                }
+                guard let journal = store as? JournalStore else {
+                    throw StoreError(
+                        .closed,
+                        "The store was closed before the save was made durable; load it again to see what it holds.")
+                }
+                return (appendedCommits, try journal.pendingSynchronization(), tables)
+            }
+            guard let pending else { return }
+            do {
+                try pending.run.run()
+            } catch {
+                throw queue.sync { () -> StoreError in
+                    let failure =
+                        (store as? JournalStore)?.synchronizationFailed(error)
+                        ?? StoreError(.io, "The journal could not be synchronized: \(error)", underlyingError: error)
+                    durabilityFailure = durabilityFailure ?? failure
+                    return failure
+                }
+            }
+            synchronizedCommits = pending.target
+            queue.sync {
+                didBecomeDurable(through: pending.target, tables: pending.tables)
+            }
+        }
+    }
+
+    /// Records that commits 1...`commit` are durable, `tables` being the rows after them. Call on
+    /// `queue`.
+    func didBecomeDurable(through commit: Int, tables: [EntityTable]) {
+        guard commit > durableCommits else { return }
+        durableCommits = commit
+        durableTables = tables
+    }
+}

@@ -1,0 +1,225 @@
+import Dispatch
+import Foundation
+import QueueData
+import Testing
+
+@testable import QueueData
+
+/// Group commit in the journal store: saves arriving while an `fdatasync` is in flight are
+/// appended meanwhile and made durable by one sync; none returns, or is visible to other
+/// contexts, before its bytes are durable. Durability is checked by cutting the journal where a
+/// power loss would (``PowerLossFileSystem``): every byte written after the start of the last
+/// successful sync is dropped.
+@Suite("Group commit")
+struct GroupCommitTests {
+    /// A journal holding one destination, "existing", and a manager on it through `fileSystem`.
+    func makeManager(_ directory: TemporaryDirectory, _ fileSystem: PowerLossFileSystem) throws -> ContextManager {
+        let seeding = journalManager(directory)
+        try saveOneByOne(seeding, ["existing"])
+        seeding.close()
+        let manager = journalManager(directory, fileSystem: fileSystem)
+        try manager.loadPersistentStore()
+        return manager
+    }
+
+    /// The destinations' names in the journal a power loss now would leave.
+    func namesAfterPowerLoss(_ directory: TemporaryDirectory, _ fileSystem: PowerLossFileSystem) throws -> [String] {
+        let copy = TemporaryDirectory("group-commit-power-loss")
+        try copy.write(fileSystem.durableBytes(of: directory.file("Store.journal").path), to: "Store.journal")
+        let manager = journalManager(copy)
+        defer { manager.close() }
+        return try storedNames(manager)
+    }
+
+    /// The names `context` can fetch.
+    func names(in context: ManagedObjectContext) throws -> Set<String> {
+        try context.performAndWait { Set(try context.fetch(FetchRequest<Destination>()).map(\.name)) }
+    }
+
+    /// Starts a save of one new destination named `name` on `context`'s queue; `results`
+    /// records its outcome, and `group` is left when it is done.
+    func startSave(
+        _ name: String,
+        on context: ManagedObjectContext,
+        into results: Recorder<(name: String, result: Result<Void, StoreError>)>,
+        _ group: DispatchGroup
+    ) {
+        group.enter()
+        context.perform {
+            context.insert(Destination.self).name = name
+            let result: Result<Void, StoreError>
+            do {
+                try context.save()
+                result = .success(())
+            } catch {
+                result = .failure(error as? StoreError ?? StoreError(.io, "unexpected: \(error)"))
+            }
+            results.record((name, result))
+            group.leave()
+        }
+    }
+
+    @Test(
+        "saves arriving during a sync are written meanwhile and share the next one; none is seen before it is durable")
+    func savesShareTheNextSync() throws {
+        let directory = TemporaryDirectory("group-commit")
+        let fileSystem = PowerLossFileSystem()
+        let manager = try makeManager(directory, fileSystem)
+        defer { manager.close() }
+        let savers = try (0..<3).map { _ in try manager.createContext() }
+        let reader = try manager.createContext()
+        let results = Recorder<(name: String, result: Result<Void, StoreError>)>()
+        let group = DispatchGroup()
+
+        let syncsBefore = fileSystem.syncCount
+        fileSystem.hold(sync: syncsBefore + 1)
+        startSave("first", on: savers[0], into: results, group)
+        try #require(fileSystem.waitForHeldSync(), "the save did not sync")
+        let writes = fileSystem.writeCount
+        // While the first save's sync is in flight, two more saves are appended...
+        startSave("second", on: savers[1], into: results, group)
+        startSave("third", on: savers[2], into: results, group)
+        guard fileSystem.waitForWrites(reaching: writes + 2) else {
+            fileSystem.releaseHeldSync()
+            Issue.record("the saves were not appended while the sync was in flight")
+            return
+        }
+        // ...and none of the three has returned, or is visible to another context.
+        #expect(results.count == 0)
+        #expect(try names(in: reader) == ["existing"])
+        #expect(try namesAfterPowerLoss(directory, fileSystem) == ["existing"])
+
+        fileSystem.releaseHeldSync()
+        group.wait()
+        #expect(results.count == 3)
+        #expect(results.values.allSatisfy { (try? $0.result.get()) != nil })
+        // One sync for the first save, one for the two that arrived during it.
+        #expect(fileSystem.syncCount == syncsBefore + 2)
+        #expect(try names(in: reader) == ["existing", "first", "second", "third"])
+        #expect(try Set(namesAfterPowerLoss(directory, fileSystem)) == ["existing", "first", "second", "third"])
+    }
+
+    @Test("a failed sync fails every save it covered and every later one; earlier saves stay durable")
+    func failedSyncFailsItsGroup() throws {
+        let directory = TemporaryDirectory("group-commit-failure")
+        let fileSystem = PowerLossFileSystem()
+        let manager = try makeManager(directory, fileSystem)
+        defer { manager.close() }
+        let savers = try (0..<3).map { _ in try manager.createContext() }
+        let reader = try manager.createContext()
+        try savers[0].performAndWait {
+            savers[0].insert(Destination.self).name = "acknowledged"
+            try savers[0].save()
+        }
+        let results = Recorder<(name: String, result: Result<Void, StoreError>)>()
+        let group = DispatchGroup()
+
+        fileSystem.hold(sync: fileSystem.syncCount + 1, failing: true)
+        startSave("leader", on: savers[0], into: results, group)
+        try #require(fileSystem.waitForHeldSync(), "the save did not sync")
+        let writes = fileSystem.writeCount
+        startSave("follower 1", on: savers[1], into: results, group)
+        startSave("follower 2", on: savers[2], into: results, group)
+        let appended = fileSystem.waitForWrites(reaching: writes + 2)
+        fileSystem.releaseHeldSync()
+        try #require(appended, "the saves were not appended while the sync was in flight")
+        group.wait()
+
+        let outcomes = Dictionary(uniqueKeysWithValues: results.values.map { ($0.name, $0.result) })
+        // The leader's sync failed: an I/O error naming the journal.
+        guard case .failure(let leaderError) = outcomes["leader"] else {
+            Issue.record("the save whose sync failed reported success")
+            return
+        }
+        #expect(leaderError.code == .io)
+        #expect(leaderError.url?.lastPathComponent == "Store.journal")
+        // The saves appended behind it are not reported durable either.
+        for name in ["follower 1", "follower 2"] {
+            guard case .failure(let error) = outcomes[name] else {
+                Issue.record("\(name) reported success after the sync covering it failed")
+                continue
+            }
+            #expect(error.code == .closed || error.code == .io, "\(name): \(error)")
+        }
+        // Each failed context keeps its changes, and the store refuses commits from now on.
+        for saver in savers {
+            saver.performAndWait {
+                #expect(saver.hasChanges)
+                #expect {
+                    try saver.save()
+                } throws: { error in
+                    (error as? StoreError)?.code == .closed
+                }
+            }
+        }
+        // Nobody sees the failed saves; the acknowledged one survives a power loss.
+        #expect(try names(in: reader) == ["existing", "acknowledged"])
+        #expect(try namesAfterPowerLoss(directory, fileSystem) == ["existing", "acknowledged"])
+    }
+
+    @Test(
+        "8 queues × 40 saves: every save acknowledged before a sync is durable by it, in commit order",
+        arguments: 0..<3)
+    func concurrentSaversUnderPowerLoss(round: Int) throws {
+        let queues = 8
+        let savesPerQueue = 40
+        let directory = TemporaryDirectory("group-commit-stress")
+        // The acknowledged saves, in the order they returned; each sync's checkpoint records
+        // how many had returned when it started.
+        let acknowledged = Recorder<String>()
+        let fileSystem = PowerLossFileSystem(marker: { acknowledged.count })
+        let manager = try makeManager(directory, fileSystem)
+        defer { manager.close() }
+        let contexts = try (0..<queues).map { _ in try manager.createContext() }
+        let failures = Recorder<String>()
+        let group = DispatchGroup()
+        for (queue, context) in contexts.enumerated() {
+            group.enter()
+            context.perform {
+                for save in 0..<savesPerQueue {
+                    let name = "q\(queue)-\(save)"
+                    context.insert(Destination.self).name = name
+                    do {
+                        try context.save()
+                        acknowledged.record(name)
+                    } catch {
+                        failures.record("\(name): \(error)")
+                    }
+                }
+                group.leave()
+            }
+        }
+        group.wait()
+        #expect(failures.values == [])
+        let saves = queues * savesPerQueue
+        // Fewer syncs than saves: some saves shared one (8 threads, most of each save's time is
+        // its sync).
+        let path = directory.file("Store.journal").path
+        let checkpoints = fileSystem.checkpoints(of: path)
+        #expect(checkpoints.count < saves, "\(checkpoints.count) syncs for \(saves) saves")
+
+        // The journal a power loss after each of (up to) 12 syncs would leave holds every save
+        // acknowledged before that sync started, and only whole saves in commit order: a
+        // prefix of the primary keys.
+        let journal = try directory.bytes(of: "Store.journal")
+        let order = acknowledged.values
+        let step = max(1, checkpoints.count / 12)
+        for checkpoint in stride(from: 0, to: checkpoints.count, by: step).map({ checkpoints[$0] }) {
+            let copy = TemporaryDirectory("group-commit-cut")
+            try copy.write(Array(journal.prefix(Int(checkpoint.size))), to: "Store.journal")
+            let reopened = journalManager(copy)
+            let context = try reopened.createContext()
+            let stored = try context.performAndWait {
+                try context.fetch(FetchRequest<Destination>()).map { ($0.objectID.rawValue, $0.name) }
+            }
+            reopened.close()
+            let storedNames = Set(stored.map(\.1))
+            let missing = order.prefix(checkpoint.marker).filter { !storedNames.contains($0) }
+            #expect(missing.isEmpty, "acknowledged before a sync but lost at its cut: \(missing)")
+            #expect(stored.map(\.0).sorted() == Array(1...Int64(stored.count)), "not a prefix of the commits")
+        }
+        // And after the last sync, everything.
+        #expect(try Set(namesAfterPowerLoss(directory, fileSystem)) == Set(order + ["existing"]))
+        #expect(order.count == saves)
+    }
+}
