@@ -129,7 +129,7 @@ extension ManagedObjectContext {
     ) throws {
         let entityIndexes = self.entityIndexes(for: request)
         let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
-        let predicate = request.predicate
+        let predicate = request.predicate.map(matcher(for:))
         for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
             let registered = registry[entityIndex]
             // Unregistered rows are matched through one reusable object, so rows that do not
@@ -146,7 +146,7 @@ extension ManagedObjectContext {
                     probe = makeObject(entityIndex: entityIndex, row: row)
                     scratch = probe
                 }
-                return try predicate.evaluate(unsafeDowncast(probe, to: Result.self))
+                return try predicate(unsafeDowncast(probe, to: Result.self))
             }
             var keepGoing = true
             try snapshot.forEachLiveRow { row in
@@ -154,7 +154,7 @@ extension ManagedObjectContext {
                 if let object = registered[row.primaryKey] {
                     if request.includesPendingChanges {
                         guard !object._state.contains(.deleted) else { return }
-                        if try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true {
+                        if try predicate?(unsafeDowncast(object, to: Result.self)) ?? true {
                             keepGoing = try body(.object(object))
                         }
                     } else if try matchesCommitted(row) {
@@ -170,10 +170,19 @@ extension ManagedObjectContext {
         let entitySet = Set(entityIndexes)
         for object in pendingInserts where Self.isPendingInsert(object) {
             guard entitySet.contains(object._objectID.key.entityIndex!) else { continue }
-            if try predicate?.evaluate(unsafeDowncast(object, to: Result.self)) ?? true {
+            if try predicate?(unsafeDowncast(object, to: Result.self)) ?? true {
                 guard try body(.object(object)) else { return }
             }
         }
+    }
+
+    /// How a fetch matches objects against `predicate`: compiled to a closure when every node of
+    /// it can be (see ``CompiledPredicate``), otherwise with Foundation's `evaluate`.
+    func matcher<Result>(for predicate: Predicate<Result>) -> (Result) throws -> Bool {
+        if compilesPredicates, let compiled = CompiledPredicate(predicate) {
+            return compiled.matches
+        }
+        return predicate.evaluate
     }
 
     private func countWithoutPredicate<Result>(_ request: FetchRequest<Result>) throws -> Int {

@@ -41,6 +41,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingUpdates: [ManagedObject] = []
     var pendingDeletes: [ManagedObject] = []
     var mergesAutomaticallyValue = true
+    /// Whether fetches compile their predicates (see ``CompiledPredicate``); tests turn it off
+    /// to compare with Foundation's evaluation.
+    var compilesPredicates = true
     var mergePolicyValue: MergePolicy = .error
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
