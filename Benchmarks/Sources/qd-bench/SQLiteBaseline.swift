@@ -65,6 +65,15 @@ final class SQLiteBaseline {
 }
 
 extension SQLiteBaseline {
+    /// The integer the first column of the first row of `sql` holds (a `count(*)`).
+    func scalar(_ sql: String) -> Int {
+        var statement: OpaquePointer?
+        sqlite3_prepare_v2(db, sql, -1, &statement, nil)
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { fatalError("no row: \(sql)") }
+        return Int(sqlite3_column_int64(statement, 0))
+    }
+
     /// The version of the SQLite library linked in (`sqlite3_libversion`).
     static var libraryVersion: String { String(cString: sqlite3_libversion()) }
 }

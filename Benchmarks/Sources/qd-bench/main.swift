@@ -202,6 +202,33 @@ if shouldRun("fetch") || shouldRun("filter") {
                 workload: "P3 age > 50 sorted by name (\(matches) of \(count), in-memory store)", subject: subject,
                 baseline: baseline, baselineName: "raw SQLite :memory:", unit: "ms", goal: 1,
                 otherBaselines: [Baseline(name: "GRDB query interface, :memory:", value: grdbFilter)]))
+
+        // The predicate alone: counting matches makes no objects and sorts nothing.
+        var counted = 0
+        let countSubject = try medianSeconds(repetitions: repetitions) {
+            let context = try manager.createContext()
+            try context.performAndWait {
+                counted = try context.count(for: FetchRequest<Record>(predicate: #Predicate { $0.age > 50 }))
+            }
+        }
+        let countBaseline = medianSeconds(repetitions: repetitions) {
+            precondition(sqlite.scalar("SELECT count(*) FROM record WHERE age > 50") == counted)
+        }
+        // Foundation's evaluation of the same predicate on plain structs: what a fetch cost per
+        // row before predicates were compiled, without the objects.
+        let valuePredicate = #Predicate<RecordValue> { $0.age > 50 }
+        let evaluated = try medianSeconds(repetitions: repetitions) {
+            var matching = 0
+            for record in records where try valuePredicate.evaluate(record) {
+                matching += 1
+            }
+            precondition(matching == counted)
+        }
+        results.append(
+            Measurement(
+                workload: "count age > 50 (\(counted) of \(count), in-memory store)", subject: countSubject,
+                baseline: countBaseline, baselineName: "raw SQLite :memory: count(*)", unit: "ms", goal: nil,
+                otherBaselines: [Baseline(name: "Foundation evaluate on \(count) structs", value: evaluated)]))
     }
 }
 
