@@ -68,15 +68,18 @@ extension StoreCoordinator {
                     return nil
                 }
                 if let durabilityFailure {
+                    // Appended, but the write or sync that was to make it durable failed.
                     throw StoreError(
-                        .closed,
-                        "The save was not made durable: an earlier write or sync failed. (\(durabilityFailure.message))",
+                        .io,
+                        "The save is not known to be durable: a write or sync of the store failed; load the "
+                            + "store again to see what it holds. (\(durabilityFailure.message))",
                         url: durabilityFailure.url, underlyingError: durabilityFailure)
                 }
                 guard let journal = store as? JournalStore else {
                     throw StoreError(
                         .closed,
-                        "The store was closed before the save was made durable; load it again to see what it holds.")
+                        "The store was closed before the save was made durable; load it again to see what it holds.",
+                        url: storeURL)
                 }
                 return (appendedCommits, try journal.pendingSynchronization(), tables)
             }
@@ -87,7 +90,9 @@ extension StoreCoordinator {
                 throw queue.sync { () -> StoreError in
                     let failure =
                         (store as? JournalStore)?.synchronizationFailed(error)
-                        ?? StoreError(.io, "The journal could not be synchronized: \(error)", underlyingError: error)
+                        ?? StoreError(
+                            .io, "The journal could not be synchronized: \(error)", url: storeURL,
+                            underlyingError: error)
                     durabilityFailure = durabilityFailure ?? failure
                     return failure
                 }
@@ -102,7 +107,8 @@ extension StoreCoordinator {
     /// Records that commits 1...`commit` are durable, `tables` being the rows after them. Call on
     /// `queue`.
     func didBecomeDurable(through commit: Int, tables: [EntityTable]) {
-        guard commit > durableCommits else { return }
+        // After `close()`, nothing is published (the rows would outlive the store).
+        guard commit > durableCommits, store != nil else { return }
         durableCommits = commit
         durableTables = tables
     }

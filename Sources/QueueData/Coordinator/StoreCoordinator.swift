@@ -32,6 +32,8 @@ final class StoreCoordinator: @unchecked Sendable {
     /// The journal store's ``JournalStore/synchronizationQueue`` (group commit); `nil` for
     /// other stores, which commit durably on `queue`.
     let synchronizationQueue: DispatchQueue?
+    /// The store's file, for errors raised after it was closed.
+    let storeURL: URL?
     /// How many commits the journal's synchronizations made durable: touched only on the
     /// journal's synchronization queue (a follower's check there needs no hop to `queue`).
     var synchronizedCommits = 0
@@ -90,6 +92,7 @@ final class StoreCoordinator: @unchecked Sendable {
         }
         self.store = store
         self.synchronizationQueue = (store as? JournalStore)?.synchronizationQueue
+        self.storeURL = store.storeURL
         self.baseMetadata = contents.metadata
         self.storeIdentifier = contents.metadata.storeIdentifier
         self.entityKeys = model.entities.enumerated().map { index, entity in
@@ -270,7 +273,7 @@ final class StoreCoordinator: @unchecked Sendable {
         }
         if let durabilityFailure {
             throw StoreError(
-                .closed, "The store refuses commits after a failed write; its manager must load it again.",
+                .closed, "The store refuses commits after a failed write or sync; its manager must load it again.",
                 url: store.storeURL, underlyingError: durabilityFailure)
         }
         // Keys for the inserted rows come first: relationships in this save refer to them.

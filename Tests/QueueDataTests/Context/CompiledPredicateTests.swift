@@ -349,6 +349,54 @@ struct CompiledPredicateTests {
         }
     }
 
+    @Test("||, ?: and ?? skip what evaluate skips; nested flatMaps read outer variables")
+    func shortCircuitsAndScopes() throws {
+        let manager = makeManager(model: specimenModel)
+        let context = try makeContext(manager, "compiled-short-circuits")
+        try context.performAndWait {
+            // `seenDay` traps where `seen` is nil: a predicate may only read it where it checked.
+            for (level, day, note) in [(1, nil, "1"), (nil, 2, "x"), (2, 1, "22"), (nil, 3, nil)]
+                as [(Int?, Int?, String?)]
+            {
+                let specimen = context.insert(Specimen.self)
+                specimen.level = level
+                specimen.seen = day.map { Date(timeIntervalSince1970: Double($0) * 86_400) }
+                specimen.note = note
+                specimen.label = "\(level ?? 0)"
+            }
+            try context.save()
+            context.reset()
+            let predicates: [Predicate<Specimen>] = [
+                #Predicate { $0.seen == nil || $0.seenDay == 1 },
+                #Predicate { $0.seen == nil ? false : $0.seenDay >= 1 },
+                #Predicate { $0.seen != nil && $0.level == nil },
+                // Rows without a level have a date: `??` reads it only for them.
+                #Predicate { ($0.level ?? $0.seenDay) >= 2 },
+                // The outer `level` read inside the inner transform.
+                #Predicate { specimen in
+                    specimen.level.flatMap { level in specimen.note.flatMap { note in note.count == level } } == true
+                },
+                // A transform that returns an optional.
+                #Predicate { specimen in specimen.level.flatMap { _ in specimen.note } == "22" },
+            ]
+            for predicate in predicates {
+                #expect(CompiledPredicate(predicate) != nil, "\(predicate)")
+                context.compilesPredicates = true
+                let compiled = try context.fetch(FetchRequest(predicate: predicate, sortBy: [SortDescriptor(\.label)]))
+                    .map(\.label)
+                context.compilesPredicates = false
+                let evaluated = try context.fetch(FetchRequest(predicate: predicate, sortBy: [SortDescriptor(\.label)]))
+                    .map(\.label)
+                context.compilesPredicates = true
+                #expect(compiled == evaluated, "\(predicate)")
+            }
+            #expect(
+                try context.fetch(FetchRequest(predicate: predicates[4], sortBy: [SortDescriptor(\.label)])).map(
+                    \.label)
+                    == ["1", "2"])
+        }
+    }
+
     @Test("a Float attribute holding a Double that is not a Float compares as the Float it reads as")
     func floatAttributes() throws {
         let manager = makeManager(model: specimenModel)

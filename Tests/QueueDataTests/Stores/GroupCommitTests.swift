@@ -90,7 +90,7 @@ struct GroupCommitTests {
         #expect(try namesAfterPowerLoss(directory, fileSystem) == ["existing"])
 
         fileSystem.releaseHeldSync()
-        group.wait()
+        try #require(group.wait(timeout: .now() + 60) == .success, "the saves did not finish")
         #expect(results.count == 3)
         #expect(results.values.allSatisfy { (try? $0.result.get()) != nil })
         // One sync for the first save, one for the two that arrived during it.
@@ -123,7 +123,7 @@ struct GroupCommitTests {
         let appended = fileSystem.waitForWrites(reaching: writes + 2)
         fileSystem.releaseHeldSync()
         try #require(appended, "the saves were not appended while the sync was in flight")
-        group.wait()
+        try #require(group.wait(timeout: .now() + 60) == .success, "the saves did not finish")
 
         let outcomes = Dictionary(uniqueKeysWithValues: results.values.map { ($0.name, $0.result) })
         // The leader's sync failed: an I/O error naming the journal.
@@ -157,6 +157,50 @@ struct GroupCommitTests {
         #expect(try namesAfterPowerLoss(directory, fileSystem) == ["existing", "acknowledged"])
     }
 
+    @Test("closing with a save waiting fails it; reopening makes what the journal holds durable before reading it")
+    func closeWhileSavesWait() throws {
+        let directory = TemporaryDirectory("group-commit-close")
+        let fileSystem = PowerLossFileSystem()
+        let manager = try makeManager(directory, fileSystem)
+        let savers = try (0..<2).map { _ in try manager.createContext() }
+        let results = Recorder<(name: String, result: Result<Void, StoreError>)>()
+        let group = DispatchGroup()
+
+        fileSystem.hold(sync: fileSystem.syncCount + 1)
+        startSave("leader", on: savers[0], into: results, group)
+        try #require(fileSystem.waitForHeldSync(), "the save did not sync")
+        let writes = fileSystem.writeCount
+        startSave("waiting", on: savers[1], into: results, group)
+        let appended = fileSystem.waitForWrites(reaching: writes + 1)
+        if appended {
+            manager.close()
+        }
+        fileSystem.releaseHeldSync()
+        try #require(appended, "the save was not appended while the sync was in flight")
+        try #require(group.wait(timeout: .now() + 60) == .success, "the saves did not finish")
+
+        let outcomes = Dictionary(uniqueKeysWithValues: results.values.map { ($0.name, $0.result) })
+        // The leader's own sync succeeded: it is durable and says so.
+        #expect((try? outcomes["leader"]?.get()) != nil)
+        // The waiting save was never synchronized: it fails, naming the journal.
+        guard case .failure(let error) = outcomes["waiting"] else {
+            Issue.record("a save that was never synchronized reported success")
+            return
+        }
+        #expect(error.code == .closed)
+        #expect(error.url?.lastPathComponent == "Store.journal")
+        #expect(try namesAfterPowerLoss(directory, fileSystem) == ["existing", "leader"])
+
+        // Its record is in the journal, though: reopening synchronizes the journal before any
+        // context reads it, so what a context sees is durable.
+        let path = directory.file("Store.journal").path
+        let reopening = PowerLossFileSystem(durableSizes: [path: fileSystem.durableSize(of: path)])
+        let reopened = journalManager(directory, fileSystem: reopening)
+        defer { reopened.close() }
+        #expect(try storedNames(reopened) == ["existing", "leader", "waiting"])
+        #expect(try namesAfterPowerLoss(directory, reopening) == ["existing", "leader", "waiting"])
+    }
+
     @Test(
         "8 queues × 40 saves: every save acknowledged before a sync is durable by it, in commit order",
         arguments: 0..<3)
@@ -172,6 +216,9 @@ struct GroupCommitTests {
         defer { manager.close() }
         let contexts = try (0..<queues).map { _ in try manager.createContext() }
         let failures = Recorder<String>()
+        let path = directory.file("Store.journal").path
+        // Each save, with how much of the journal was durable when it returned.
+        let returned = Recorder<(name: String, durableSize: Int64)>()
         let group = DispatchGroup()
         for (queue, context) in contexts.enumerated() {
             group.enter()
@@ -181,6 +228,7 @@ struct GroupCommitTests {
                     context.insert(Destination.self).name = name
                     do {
                         try context.save()
+                        returned.record((name, fileSystem.durableSize(of: path)))
                         acknowledged.record(name)
                     } catch {
                         failures.record("\(name): \(error)")
@@ -189,12 +237,11 @@ struct GroupCommitTests {
                 group.leave()
             }
         }
-        group.wait()
+        try #require(group.wait(timeout: .now() + 120) == .success, "the saves did not finish")
         #expect(failures.values == [])
         let saves = queues * savesPerQueue
         // Fewer syncs than saves: some saves shared one (8 threads, most of each save's time is
         // its sync).
-        let path = directory.file("Store.journal").path
         let checkpoints = fileSystem.checkpoints(of: path)
         #expect(checkpoints.count < saves, "\(checkpoints.count) syncs for \(saves) saves")
 
@@ -217,6 +264,15 @@ struct GroupCommitTests {
             let missing = order.prefix(checkpoint.marker).filter { !storedNames.contains($0) }
             #expect(missing.isEmpty, "acknowledged before a sync but lost at its cut: \(missing)")
             #expect(stored.map(\.0).sorted() == Array(1...Int64(stored.count)), "not a prefix of the commits")
+        }
+        // Every save was durable when it returned: the journal cut where a power loss at that
+        // moment would cut it holds it (checked for every 10th save).
+        for (position, save) in returned.values.enumerated() where position % 10 == 0 {
+            let copy = TemporaryDirectory("group-commit-return")
+            try copy.write(Array(journal.prefix(Int(save.durableSize))), to: "Store.journal")
+            let reopened = journalManager(copy)
+            defer { reopened.close() }
+            #expect(try storedNames(reopened).contains(save.name), "\(save.name) returned before it was durable")
         }
         // And after the last sync, everything.
         #expect(try Set(namesAfterPowerLoss(directory, fileSystem)) == Set(order + ["existing"]))

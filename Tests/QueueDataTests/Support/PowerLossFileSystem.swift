@@ -39,8 +39,13 @@ final class PowerLossFileSystem: FileSystem, Sendable {
     /// Signalled after every write.
     private let wrote = DispatchSemaphore(value: 0)
 
-    init(marker: @escaping @Sendable () -> Int = { 0 }) {
+    /// - Parameters:
+    ///   - durableSizes: How much of each file is durable to begin with (what another file system
+    ///     left); a file not listed is durable as it is when first opened.
+    ///   - marker: Read at the start of each sync into its checkpoint.
+    init(durableSizes: [String: Int64] = [:], marker: @escaping @Sendable () -> Int = { 0 }) {
         self.marker = marker
+        state.withLock { $0.durableSizes = durableSizes }
     }
 
     /// Holds sync number `number` (1-based) until ``releaseHeldSync()``; it fails with `EIO`
@@ -83,9 +88,14 @@ final class PowerLossFileSystem: FileSystem, Sendable {
         state.withLock { $0.checkpoints[path] ?? [] }
     }
 
+    /// The size of `path` a power loss now would leave.
+    func durableSize(of path: String) -> Int64 {
+        state.withLock { $0.durableSizes[path] } ?? 0
+    }
+
     /// The bytes of `path` a power loss now would leave.
     func durableBytes(of path: String) throws -> [UInt8] {
-        let size = state.withLock { $0.durableSizes[path] } ?? 0
+        let size = durableSize(of: path)
         return Array(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))).prefix(Int(size)))
     }
 

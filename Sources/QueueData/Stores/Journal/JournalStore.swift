@@ -39,8 +39,8 @@ public final class JournalStore: PersistentStore {
     /// The journal (``url``), for the coordinator's error messages.
     public var storeURL: URL? { files.url }
 
-    /// The error of the last automatic compaction, if it failed. The saves themselves were
-    /// durable; the journal keeps growing until a compaction succeeds.
+    /// The error of the last automatic compaction, if it failed before replacing the journal.
+    /// The saves were made durable in the journal; it keeps growing until a compaction succeeds.
     public private(set) var lastCompactionError: StoreError?
 
     let files: StoreFiles
@@ -193,11 +193,22 @@ public final class JournalStore: PersistentStore {
             if let tornOffset = parsed.tornOffset {
                 try moveTornTailAside(bytes, from: tornOffset)
             }
+            let descriptor: Int32
             do {
                 descriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
             } catch {
                 throw files.ioError(error, "open the journal for writing")
             }
+            // Records a previous run wrote but never synchronized (it crashed, or was closed with
+            // saves waiting for their sync) are readable from the page cache: make them durable
+            // before anyone reads them, so that nobody sees rows a power loss could still take.
+            do {
+                try fileSystem.synchronizeData(descriptor, path: files.path)
+            } catch {
+                fileSystem.close(descriptor)
+                throw files.ioError(error, "synchronize the journal")
+            }
+            self.descriptor = descriptor
             endOffset = Int64(parsed.validLength)
             mapping = JournalPayload.SchemaMapping(schema: parsed.snapshot.schema, model: model)
             // The store opens with the current model: the originals earlier migrations kept
@@ -402,11 +413,14 @@ public final class JournalStore: PersistentStore {
     /// ``JournalSynchronization`` from ``pendingSynchronization()`` makes it durable, together
     /// with every record appended before it.
     ///
-    /// When the log has outgrown the live data, the record is synchronized here and the journal
-    /// compacted (a failed compaction is kept in ``lastCompactionError``: the save is durable).
+    /// When the log has outgrown the live data, the journal is compacted into a new, synchronized
+    /// file holding this record's changes, which makes them durable; if that fails before the new
+    /// file replaced the journal, the failure is kept in ``lastCompactionError`` and the record
+    /// waits for a synchronization like any other.
     ///
     /// - Returns: Whether the record (and every earlier one) is already durable.
-    /// - Throws: ``StoreError``: `.io` when the write failed (the store then refuses commits until
+    /// - Throws: ``StoreError``: `.io` when the write failed, or a compaction replaced the journal
+    ///   without knowing it durable (the store then refuses commits until
     ///   reopened), `.closed` when the store is closed or refusing commits.
     func append(_ changes: ChangeSet, resultingState: StoreState) throws -> Bool {
         guard let descriptor, let header, let mapping else {
@@ -435,19 +449,26 @@ public final class JournalStore: PersistentStore {
             insertBytesSinceSnapshot += payload.count
         }
         guard shouldCompact(resultingState) else { return false }
-        do {
-            try fileSystem.synchronizeData(descriptor, path: files.path)
-        } catch {
-            throw synchronizationFailed(error)
-        }
+        // The journal is only ever synchronized on the synchronization queue: two `fdatasync`s of
+        // one file at once could each miss an error the other was told (Linux reports a
+        // writeback error once). A compaction writes a new, synchronized file holding this
+        // record and every earlier one instead.
         do {
             try compact(resultingState)
             lastCompactionError = nil
+            return true
         } catch {
-            // The save is durable; a failed compaction only means the log keeps growing.
-            lastCompactionError = error as? StoreError ?? files.ioError(error, "compact the journal")
+            let error = error as? StoreError ?? files.ioError(error, "compact the journal")
+            if failure != nil {
+                // The journal was renamed but its durability is unknown: this save is not known
+                // to be durable.
+                throw error
+            }
+            // The old journal is untouched and still the store: the record waits for the next
+            // synchronization, and the log keeps growing until a compaction succeeds.
+            lastCompactionError = error
+            return false
         }
-        return true
     }
 
     /// What makes every record appended so far durable: an `fdatasync` of the journal, to run on
