@@ -13,8 +13,11 @@ extension ManagedObjectContext {
     ///   ``MergeConflictError`` when objects it changes were changed or deleted by another
     ///   save, or it would give two objects the same unique values, and the merge policy did
     ///   not settle it;
-    ///   ``StoreError`` when the store cannot commit. On failure nothing is written and the
-    ///   context keeps all its changes, to fix and save again, or roll back.
+    ///   ``StoreError`` when the store cannot commit. On failure the context keeps all its
+    ///   changes, to fix and save again, or roll back, and no other context sees them. Only an
+    ///   I/O failure (`.io`, or `.closed` when the store was closed while the save waited for
+    ///   the disk) can leave the save's record in the store: the write happened, but no sync
+    ///   confirmed it. Load the store again before retrying such a save.
     /// - Important: Call on the context's queue.
     public func save() throws {
         checkConfined()
