@@ -201,6 +201,65 @@ struct GroupCommitTests {
         #expect(try namesAfterPowerLoss(directory, reopening) == ["existing", "leader", "waiting"])
     }
 
+    @Test("saves of 4 queues keep their durability through automatic compactions")
+    func compactionsWhileSavesWait() throws {
+        let queues = 4
+        let savesPerQueue = 200
+        let directory = TemporaryDirectory("group-commit-compaction")
+        let fileSystem = PowerLossFileSystem()
+        let manager = try makeManager(directory, fileSystem)
+        defer { manager.close() }
+        let contexts = try (0..<queues).map { _ in try manager.createContext() }
+        // Each queue rewrites one object of its own with 4 KB: the log passes 1 MiB and twice the
+        // live data several times, so the journal compacts itself while other saves wait.
+        let payload = String(repeating: "x", count: 4_000)
+        let objectIDs = try contexts.enumerated().map { queue, context in
+            try context.performAndWait {
+                let destination = context.insert(Destination.self)
+                destination.name = "queue \(queue)"
+                try context.save()
+                return destination.objectID
+            }
+        }
+        let failures = Recorder<String>()
+        let group = DispatchGroup()
+        for (queue, context) in contexts.enumerated() {
+            group.enter()
+            context.perform {
+                let destination = context.object(with: objectIDs[queue]) as! Destination
+                for save in 0..<savesPerQueue {
+                    destination.country = payload + "\(save)"
+                    do {
+                        try context.save()
+                    } catch {
+                        failures.record("queue \(queue) save \(save): \(error)")
+                        context.rollback()
+                    }
+                }
+                group.leave()
+            }
+        }
+        try #require(group.wait(timeout: .now() + 120) == .success, "the saves did not finish")
+        #expect(failures.values == [])
+        let written = queues * savesPerQueue * payload.utf8.count
+        let journal = try directory.bytes(of: "Store.journal")
+        #expect(journal.count < written / 2, "the journal did not compact: \(journal.count) bytes")
+
+        // A power loss now keeps every queue's last save.
+        let copy = TemporaryDirectory("group-commit-compaction-cut")
+        try copy.write(fileSystem.durableBytes(of: directory.file("Store.journal").path), to: "Store.journal")
+        let reopened = journalManager(copy)
+        defer { reopened.close() }
+        let context = try reopened.createContext()
+        let countries = try context.performAndWait {
+            Dictionary(
+                uniqueKeysWithValues: try context.fetch(FetchRequest<Destination>()).map { ($0.name, $0.country) })
+        }
+        for queue in 0..<queues {
+            #expect(countries["queue \(queue)"] == payload + "\(savesPerQueue - 1)", "queue \(queue)")
+        }
+    }
+
     @Test(
         "8 queues × 40 saves: every save acknowledged before a sync is durable by it, in commit order",
         arguments: 0..<3)
