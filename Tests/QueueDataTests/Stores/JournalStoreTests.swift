@@ -221,6 +221,91 @@ struct JournalStoreTests {
         #expect(names.count == 1)
     }
 
+    @Test(
+        "an automatic compaction failing before it replaces the journal leaves the save to its sync; failing after, it fails the save"
+    )
+    func automaticCompactionFailures() throws {
+        let payload = String(repeating: "x", count: 2_000)
+        func countries(_ manager: ContextManager) throws -> [String] {
+            defer { manager.close() }
+            let context = try manager.createContext()
+            return try context.performAndWait { try context.fetch(FetchRequest<Destination>()).map(\.country) }
+        }
+        /// Saves `payload + round` on one object until `stop` says so; returns the round it stopped at.
+        func saveRounds(
+            _ manager: ContextManager,
+            _ fileSystem: FaultyFileSystem,
+            failAt: Int? = nil,
+            stop: (Int) -> Bool
+        ) throws -> Int {
+            let context = try manager.createContext()
+            return try context.performAndWait {
+                let object = context.insert(Destination.self)
+                try context.save()
+                fileSystem.reset(failAt: failAt)
+                for round in 0..<2_000 {
+                    object.country = payload + String(round)
+                    try context.save()
+                    if stop(round) {
+                        return round
+                    }
+                }
+                return -1
+            }
+        }
+        // Where the first automatic compaction renames its new file over the journal.
+        let counting = FaultyFileSystem()
+        let probe = TemporaryDirectory("journal-auto-probe")
+        let probeManager = journalManager(probe, fileSystem: counting)
+        let compactionRound = try saveRounds(probeManager, counting) { _ in counting.log.contains("rename") }
+        let rename = try #require(counting.log.firstIndex(of: "rename")) + 1
+        probeManager.close()
+        try #require(compactionRound > 0)
+
+        // The rename fails: the old journal is untouched and still the store; the save is made
+        // durable by its sync, and a later save's compaction succeeds.
+        let before = TemporaryDirectory("journal-auto-before")
+        let faulty = FaultyFileSystem()
+        let beforeManager = journalManager(before, fileSystem: faulty)
+        _ = try saveRounds(beforeManager, faulty, failAt: rename) { $0 == compactionRound + 10 }
+        beforeManager.close()
+        #expect(!before.contents.contains { $0.contains(".tmp-") }, "a temporary file was left")
+        #expect(try before.bytes(of: "Store.journal").count < 1 << 20)
+        #expect(try countries(journalManager(before)) == [payload + String(compactionRound + 10)])
+
+        // The step after the rename fails: whether the new journal is durable is unknown, so the
+        // save fails, keeping its changes, and the journal refuses commits until reopened.
+        let after = TemporaryDirectory("journal-auto-after")
+        let failing = FaultyFileSystem()
+        let afterManager = journalManager(after, fileSystem: failing)
+        let context = try afterManager.createContext()
+        try context.performAndWait {
+            let object = context.insert(Destination.self)
+            try context.save()
+            failing.reset(failAt: rename + 1)
+            for round in 0..<compactionRound {
+                object.country = payload + String(round)
+                try context.save()
+            }
+            object.country = payload + String(compactionRound)
+            #expect {
+                try context.save()
+            } throws: { error in
+                (error as? StoreError)?.code == .io
+            }
+            #expect(context.hasChanges)
+            #expect {
+                try context.save()
+            } throws: { error in
+                (error as? StoreError)?.code == .closed
+            }
+        }
+        afterManager.close()
+        // The new journal was renamed into place with the save in its snapshot: reopening finds
+        // it (as after any failed sync, a failed save may be there).
+        #expect(try countries(journalManager(after)) == [payload + String(compactionRound)])
+    }
+
     @Test("a crash at any step of a compaction leaves a journal with every committed save")
     func crashDuringCompaction() throws {
         let template = TemporaryDirectory("journal-compact-template")

@@ -402,7 +402,9 @@ public final class JournalStore: PersistentStore {
         if try !append(changes, resultingState: resultingState) {
             let synchronization = try pendingSynchronization()
             do {
-                try synchronization.run()
+                // On the synchronization queue, like every sync of the journal: after a sync a
+                // coordinator's saves started, not beside it.
+                try synchronizationQueue.sync { try synchronization.run() }
             } catch {
                 throw synchronizationFailed(error)
             }
