@@ -73,7 +73,7 @@ extension ManagedObjectContext {
         // holds one).
         let byKey = Dictionary(targets.map { ($0._objectID.rawValue, $0) }, uniquingKeysWith: { first, _ in first })
         for key in newKeys where !oldSet.contains(key) {
-            guard let target = byKey[key], !target._state.contains(.deleted) else { continue }
+            guard let target = byKey[key] else { continue }
             if link.inverse.isToMany {
                 addKey(sourceKey, to: target, column: link.inverseColumn, relationship: link.inverse)
             } else {
@@ -85,25 +85,51 @@ extension ManagedObjectContext {
                     }
                 }
                 if previous != sourceKey {
-                    target._setValue(.integer(sourceKey), at: link.inverseColumn)
+                    target._updateInverse(at: link.inverseColumn) { value in
+                        value = .integer(sourceKey)
+                        return true
+                    }
                 }
             }
         }
     }
 
-    /// Removes `key` from `object`'s relationship at `column` (a deleted object is left alone:
-    /// its row goes away with the save).
+    /// Removes `key` from `object`'s relationship at `column`.
+    ///
+    /// A deleted object whose deletion is not saved yet follows too: its delete rules read its
+    /// relationships at the save, so an object moved out of its way must no longer be listed
+    /// (a deny rule would refuse the save again).
     func removeKey(_ key: Int64, from object: ManagedObject, column: Int, relationship: RelationshipDescription) {
-        guard !object._state.contains(.deleted) else { return }
         if relationship.isToMany {
-            object._updateValue(at: column) { RelationshipKeys.remove(key, from: &$0, for: relationship) }
-        } else if case .integer(key) = object._values[column] {
-            object._setValue(.null, at: column)
+            object._updateInverse(at: column) { RelationshipKeys.remove(key, from: &$0, for: relationship) }
+        } else {
+            object._updateInverse(at: column) { value in
+                guard case .integer(key) = value else { return false }
+                value = .null
+                return true
+            }
         }
     }
 
     /// Adds `key` to `object`'s to-many relationship at `column`, at the end if ordered.
     func addKey(_ key: Int64, to object: ManagedObject, column: Int, relationship: RelationshipDescription) {
-        object._updateValue(at: column) { RelationshipKeys.insert(key, into: &$0, for: relationship) }
+        object._updateInverse(at: column) { RelationshipKeys.insert(key, into: &$0, for: relationship) }
+    }
+}
+
+extension ManagedObject {
+    /// Changes the relationship value at `slot` to keep an inverse in step; `change` returns
+    /// whether it changed the value.
+    ///
+    /// An object deleted but not saved yet takes the change without becoming updated (it is
+    /// not written: its row goes away with the save, and `rollback()` restores its committed
+    /// values); any other object registers the change as a set would.
+    final func _updateInverse(at slot: Int, _ change: (inout StoredValue) -> Bool) {
+        let state = _state
+        if state.contains(.deleted) && !state.contains(.detached) {
+            _ = change(&_values[slot])
+        } else {
+            _updateValue(at: slot, change)
+        }
     }
 }
