@@ -26,21 +26,35 @@
 /// earlier in the same save) is a constraint conflict. ``error`` (and a custom policy) throws
 /// ``MergeConflictError`` naming both objects in
 /// ``MergeConflictError/constraintConflicts``. The other four **upsert**, as Core Data does:
-/// the inserted object goes into the existing one, which keeps its ``ObjectID`` and its
-/// relationships, and every reference to the inserted object now points at it. The values
-/// are merged as above, with the entity's defaults as the inserted object's "last seen"
-/// values: ``mergeByPropertyObjectTrump`` takes every value the inserted object set,
-/// ``mergeByPropertyStoreTrump`` only those the existing object leaves at their defaults,
-/// ``overwrite`` the inserted object whole (its to-many relationships replace the existing
-/// ones; the others add to them), ``rollback`` none. After the save the inserted object has
-/// the existing object's ID and values; if the context had that object registered, the
-/// registered instance stays and the inserted one leaves the context (still readable). An
-/// *update* that would duplicate another object's unique values, or an insert colliding
-/// with an object of another entity of its hierarchy or with two objects, always throws.
-/// Relationships other objects hold to the inserted object move to the existing one whatever
-/// the policy (the graph stays consistent): if the inserted object was put in another
-/// object's to-many whose inverse is a to-one, the existing object's to-one follows it, even
-/// under ``mergeByPropertyStoreTrump`` and ``rollback``.
+/// the inserted object goes into the existing one, which keeps its ``ObjectID``, and every
+/// reference to the inserted object now points at it. An inserted object has no "last seen"
+/// values, so every one of its attributes counts as set: which side's values the upserted
+/// object carries is decided per policy, never by comparing a value with the attribute's
+/// default (a record re-imported with a value revised back to the default carries that value
+/// under the policies where the inserted object wins):
+///
+/// | policy | attributes | to-one relationships | to-many relationships |
+/// |---|---|---|---|
+/// | ``mergeByPropertyObjectTrump`` | all the inserted object's | the inserted object's, where it has one; else the existing object's | both joined |
+/// | ``mergeByPropertyStoreTrump`` | all the existing object's | the existing object's, where it has one; else the inserted object's | both joined |
+/// | ``overwrite`` | all the inserted object's | the inserted object's (none if it has none) | the inserted object's |
+/// | ``rollback`` | all the existing object's | the existing object's | both joined |
+///
+/// "All the inserted object's" includes attributes it never assigned: they carry their
+/// defaults into the existing object, as Core Data's new record overwrites all fields of the
+/// existing one. To change only some attributes of an existing object, fetch it and set them.
+/// Several inserts of one value in the same save upsert one after the other, in insertion
+/// order (under ``mergeByPropertyObjectTrump``, the last one's attributes win).
+///
+/// After the save the inserted object has the existing object's ID and values; if the context
+/// had that object registered, the registered instance stays and the inserted one leaves the
+/// context (still readable). An *update* that would duplicate another object's unique values,
+/// or an insert colliding with an object of another entity of its hierarchy or with two
+/// objects, always throws. Relationships other objects hold to the inserted object move to
+/// the existing one whatever the policy (the graph stays consistent, which is why to-many
+/// relationships are joined even under ``rollback``): if the inserted object was put in
+/// another object's to-many whose inverse is a to-one, the existing object's to-one follows
+/// it, even under ``mergeByPropertyStoreTrump`` and ``rollback``.
 ///
 /// After a save that resolved conflicts, the saving context's objects hold what was stored.
 /// Resolution runs on the coordinator's queue, in the same step as the commit: no other save
@@ -138,6 +152,31 @@ public struct MergePolicy: Sendable, CustomStringConvertible {
         case .error, .custom:
             preconditionFailure("QueueData: \(self) does not resolve on rows")
         }
+    }
+
+    /// The row an upserted insert leaves in the object it went into (see the table in the
+    /// type's documentation): the attributes of one side whole, chosen by the policy alone;
+    /// relationships merged as a conflict is, with the defaults (no related objects) as the
+    /// inserted object's "last seen" values. To-many relationships are joined afterwards by
+    /// the caller, except under ``overwrite``.
+    func upsertedRow(
+        existing: [StoredValue],
+        inserted: [StoredValue],
+        attributeCount: Int,
+        defaults: [StoredValue]
+    ) -> [StoredValue] {
+        var row: [StoredValue]
+        switch kind {
+        case .mergeByPropertyObjectTrump, .overwrite: row = inserted
+        case .mergeByPropertyStoreTrump, .rollback: row = existing
+        case .error, .custom: preconditionFailure("QueueData: \(self) does not upsert")
+        }
+        guard attributeCount < row.count else { return row }
+        // With both rows, the policies keep one (`nil`) or write a row; they never delete.
+        let related =
+            resolveOnRows(snapshot: defaults, committed: existing, object: inserted).flatMap { $0 } ?? existing
+        row.replaceSubrange(attributeCount..., with: related[attributeCount...])
+        return row
     }
 
     /// How the policy resolves `conflicts`, one resolution each.

@@ -134,10 +134,9 @@ extension StoreCoordinator {
                 let earlierInsert =
                     tables[target.entityIndex].row(for: target.primaryKey) == nil ? insertPosition(target) : nil
                 let base = earlierInsert.map { insertedValues[$0] } ?? planned(target)!
-                // Policies keep the base (`nil`) or write a row; with both rows they never delete.
-                var merged =
-                    policy.resolveOnRows(snapshot: entity.defaultRow, committed: base, object: object).flatMap { $0 }
-                    ?? base
+                var merged = policy.upsertedRow(
+                    existing: base, inserted: object, attributeCount: entity.attributes.count,
+                    defaults: entity.defaultRow)
                 var mergesToMany = hasRelationships
                 if case .overwrite = policy.kind {
                     mergesToMany = false  // The inserted object's relationships replace the others.

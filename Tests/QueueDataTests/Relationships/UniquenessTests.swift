@@ -45,8 +45,17 @@ final class Badge: ManagedObject {
     @Relationship(inverse: "favorites") var holders: Set<Keeper>
 }
 
+/// A record re-imported by code, whose values may be revised back to their defaults.
+final class Quake: ManagedObject {
+    @Attribute(.unique) var code: String = ""
+    @Attribute var magnitude: Double = 0.0
+    @Attribute var place: String = ""
+    @Attribute var depth: Int = 0
+    @Attribute var reviewed: Bool = false
+}
+
 let uniquenessModel = ManagedObjectModel([
-    Country.self, City.self, Account.self, Instrument.self, Violin.self, Keeper.self, Badge.self,
+    Country.self, City.self, Account.self, Instrument.self, Violin.self, Keeper.self, Badge.self, Quake.self,
 ])
 
 @Suite("Uniqueness constraints")
@@ -134,7 +143,7 @@ struct UniquenessTests {
         #expect(try countries(manager).isEmpty)
     }
 
-    @Test("mergeByPropertyObjectTrump upserts: the inserted object's set values win, the row and its ID stay")
+    @Test("mergeByPropertyObjectTrump upserts: every attribute of the inserted object wins, the row and its ID stay")
     func objectTrumpUpserts() throws {
         let manager = manager()
         let portugalID = try seedPortugal(manager)
@@ -146,19 +155,19 @@ struct UniquenessTests {
             context.mergePolicy = .mergeByPropertyObjectTrump
             let update = context.insert(Country.self)
             update.code = "PT"
-            update.population = 11  // the name stays unset: the stored one is kept
+            update.population = 11  // the name is left at its default, which the upsert carries too
             let lisbon = context.insert(City.self)
             lisbon.name = "Lisbon"
             lisbon.country = update
             try context.save()
             #expect(update.objectID == portugalID)
             #expect(!update.isInserted && !update.hasChanges)
-            #expect(update.name == "Portugal" && update.population == 11)
+            #expect(update.name == "" && update.population == 11)
             #expect(lisbon.country?.objectID == portugalID)
             #expect(context.object(with: portugalID) === update)
             #expect(update.cities.map(\.name).sorted() == ["Lisbon", "Porto"])
         }
-        #expect(try countries(manager) == ["PT Portugal 11 [\"Lisbon\", \"Porto\"]"])
+        #expect(try countries(manager) == ["PT  11 [\"Lisbon\", \"Porto\"]"])
         // Other contexts merge an update of the existing object, not an insert.
         flush(observer)
         try observer.performAndWait { () throws -> Void in
@@ -170,7 +179,7 @@ struct UniquenessTests {
         #expect(!changes.inserted.contains(portugalID))
     }
 
-    @Test("mergeByPropertyStoreTrump upserts keeping the stored values; unset stored values take the object's")
+    @Test("mergeByPropertyStoreTrump upserts keeping every stored value, defaults included; relationships join")
     func storeTrumpUpserts() throws {
         let manager = manager()
         try seedPortugal(manager)
@@ -197,7 +206,93 @@ struct UniquenessTests {
             update.population = 48
             try blank.save()
         }
-        #expect(try countries(manager).first == "ES Spain 48 []")
+        #expect(try countries(manager).first == "ES  0 []")
+    }
+
+    /// Policies that upsert, with whether the inserted object's attributes win.
+    static let upsertingPolicies: [(MergePolicy, insertedWins: Bool)] = [
+        (.mergeByPropertyObjectTrump, true), (.overwrite, true), (.mergeByPropertyStoreTrump, false),
+        (.rollback, false),
+    ]
+
+    @Test(
+        "a re-imported record revised back to its defaults: the policy alone decides which side's values stay",
+        arguments: 0..<4, ["memory", "journal", "json"])
+    func revisionToDefaults(_ policyIndex: Int, _ kind: String) throws {
+        let (policy, insertedWins) = Self.upsertingPolicies[policyIndex]
+        let directory = TemporaryDirectory("upsert-defaults")
+        let manager = manager(kind, directory)
+        let seed = try manager.createContext()
+        let quakeID = try seed.performAndWait {
+            let quake = seed.insert(Quake.self)
+            quake.code = "us7000"
+            quake.magnitude = 1.7
+            quake.place = "Alaska"
+            quake.depth = 10
+            try seed.save()
+            return quake.objectID
+        }
+        let importer = try manager.createContext()
+        try importer.performAndWait {
+            importer.mergePolicy = policy
+            let revision = importer.insert(Quake.self)
+            revision.code = "us7000"
+            revision.magnitude = 0.0  // revised to the default: data, not "unset"
+            revision.place = ""
+            revision.depth = 12
+            revision.reviewed = true
+            try importer.save()
+            #expect(revision.objectID == quakeID)
+        }
+        let reader = try manager.createContext()
+        try reader.performAndWait {
+            let quakes = try reader.fetch(FetchRequest<Quake>())
+            #expect(quakes.count == 1)
+            let quake = try #require(quakes.first)
+            let stored = "\(quake.magnitude) \(quake.place) \(quake.depth) \(quake.reviewed)"
+            #expect(stored == (insertedWins ? "0.0  12 true" : "1.7 Alaska 10 false"), "under \(policy)")
+        }
+        manager.close()
+    }
+
+    @Test(
+        "an existing record at its defaults meets a re-import with values: the policy alone decides", arguments: 0..<4)
+    func existingAtDefaults(_ policyIndex: Int) throws {
+        let (policy, insertedWins) = Self.upsertingPolicies[policyIndex]
+        let manager = manager()
+        let seed = try manager.createContext()
+        try seed.performAndWait {
+            seed.insert(Quake.self).code = "nc1"
+            try seed.save()
+        }
+        let importer = try manager.createContext()
+        try importer.performAndWait {
+            importer.mergePolicy = policy
+            let revision = importer.insert(Quake.self)
+            revision.code = "nc1"
+            revision.magnitude = 4.2
+            revision.place = "Napa"
+            try importer.save()
+            #expect(revision.magnitude == (insertedWins ? 4.2 : 0.0), "under \(policy)")
+            #expect(revision.place == (insertedWins ? "Napa" : ""), "under \(policy)")
+        }
+    }
+
+    @Test("with .error, a re-imported record is refused whatever its values")
+    func errorRefusesRevision() throws {
+        let manager = manager()
+        let context = try manager.createContext()
+        try context.performAndWait {
+            let quake = context.insert(Quake.self)
+            quake.code = "x"
+            quake.magnitude = 1.7
+            try context.save()
+            let revision = context.insert(Quake.self)
+            revision.code = "x"
+            let error = try #require(throws: MergeConflictError.self) { try context.save() }
+            #expect(error.constraintConflicts.map(\.conflictingObjectID) == [quake.objectID])
+            #expect(quake.magnitude == 1.7 && revision.isInserted)
+        }
     }
 
     @Test("overwrite upserts the inserted object whole, relationships included")
@@ -442,7 +537,8 @@ struct UniquenessTests {
             try context.save()
         }
         manager.close()
-        #expect(try countries(self.manager(kind, directory)) == ["PT Portugal 10 [\"Porto\"]"])
+        // One row: upserted (the inserted object's attributes, defaults included, win).
+        #expect(try countries(self.manager(kind, directory)) == ["PT  0 [\"Porto\"]"])
     }
 
     @Test("a store whose rows break a newly declared constraint is refused at open, naming the rows")
