@@ -2,15 +2,20 @@ import Foundation
 
 /// A place where committed rows live: the backend behind a ``ContextManager``.
 ///
-/// QueueData ships ``InMemoryStore``; ``StoreType/custom(_:)`` plugs in your own. The
-/// protocol is small on purpose — what a coordinator needs and nothing more: open and load
-/// everything, commit one change set durably, close.
+/// QueueData ships three: ``JournalStore``, ``JSONFileStore`` and ``InMemoryStore``;
+/// ``StoreType/custom(_:)`` plugs in your own. The protocol is small on purpose — what a
+/// coordinator needs and nothing more: open and load everything, commit one change set
+/// durably, close.
 ///
 /// ## Implementation requirements
 ///
-/// - The coordinator calls every method on its own private serial queue, one call at a
-///   time; a store needs no synchronization of its own, and must not call back into
-///   QueueData.
+/// - A store is called one call at a time, never concurrently, though not always on the same
+///   queue: ``open(for:)`` and ``replaceContents(with:keepingOriginalAs:)`` on the manager's
+///   queue while it loads the store; ``commit(_:resultingState:)`` and ``compact(_:)`` on the
+///   coordinator's private serial queue; ``close()`` on the coordinator's queue, or on the
+///   thread that releases a coordinator nobody closed; ``inspect()`` on a store never opened.
+///   A store needs no synchronization of its own (as long as it keeps no thread-affine
+///   state), and must not call back into QueueData.
 /// - ``open(for:)`` is called once, before anything else. It creates the store if it does
 ///   not exist, and returns everything the store holds: its metadata (a store identifier
 ///   that never changes, the version hash of the model it was written with, the next primary
