@@ -83,7 +83,8 @@ extension ManagedObjectContext {
     /// }
     /// ```
     ///
-    /// - Throws: What the fetch or `body` throws.
+    /// - Throws: What the fetch or `body` throws; ``StoreError`` `.closed` when the manager is
+    ///   closed while the fetch is in flight (`body` does not run then).
     public func fetch<Result, Value: Sendable>(
         _ request: FetchRequest<Result>,
         then body: sending @escaping ([Result]) throws -> Value
@@ -94,12 +95,12 @@ extension ManagedObjectContext {
         var start = 0
         while ids.count - start > Self.asynchronousRegistrationSlice {
             let slice = Array(ids[start..<(start + Self.asynchronousRegistrationSlice)])
-            try await perform { () throws -> Void in
+            try await performIfOpen { () throws -> Void in
                 _ = try self.registeredObjects(slice, as: ManagedObject.self)
             }
             start += Self.asynchronousRegistrationSlice
         }
-        return try await perform { () throws -> Value in
+        return try await performIfOpen { () throws -> Value in
             try work.value(try self.registeredObjects(ids, as: Result.self))
         }
     }

@@ -19,6 +19,11 @@ extension ManagedObjectContext {
     ///
     /// - Important: The rollback discards every unsaved change of the context, including
     ///   changes made before the block.
+    /// In an `async` function, `try await performChanges { … }` picks the `async` form, which
+    /// suspends instead of blocking. Swift resolves top-level code (`main.swift`) as synchronous
+    /// code, so there this form runs (blocking the main thread until the save is done), which
+    /// is correct, only not cancellable.
+    ///
     /// - Throws: What `changes` throws, or the save's error (``ValidationError``,
     ///   ``MergeConflictError``, ``StoreError``).
     @discardableResult
@@ -47,7 +52,8 @@ extension ManagedObjectContext {
     ///
     /// - Important: The rollback discards every unsaved change of the context, including
     ///   changes made before the block.
-    /// - Throws: `CancellationError`, what `changes` throws, or the save's error.
+    /// - Throws: `CancellationError`, what `changes` throws, or the save's error; ``StoreError``
+    ///   `.closed` when the manager was closed before the block could start (it does not run).
     @discardableResult
     public func performChanges<Result: Sendable>(
         _ changes: sending @escaping () throws -> Result
@@ -60,6 +66,11 @@ extension ManagedObjectContext {
         return try await withTaskCancellationHandler {
             let outcome: Swift.Result<Result, any Error> = await withCheckedContinuation { continuation in
                 queue.async {
+                    guard confinement.isValid else {
+                        // Closed after the call: nothing ran, nothing to roll back.
+                        continuation.resume(returning: .failure(Self.closedError(self.name)))
+                        return
+                    }
                     let outcome = confinement.withMarkedBlock {
                         Swift.Result { () throws -> Result in
                             do {

@@ -31,7 +31,19 @@ extension ManagedObjectContext {
 
     /// The IDs of the objects matching `request`, without registering any object.
     ///
+    /// Unavailable in `async` code, which runs off the context's queue: in an `async` function,
+    /// `try await fetchObjectIDs(_:)` picks the `async` form, which matches on a private queue.
+    /// Swift resolves top-level code (`main.swift`) as synchronous code, so there it would pick
+    /// this form and trap off the queue if it were available; instead the compiler stops with a
+    /// message. Inside a block on the context's queue (`perform`, `performAndWait`), this form
+    /// is the one.
+    ///
     /// - Important: Call on the context's queue.
+    @available(
+        *, noasync,
+        message:
+            "it must run on the context's queue. Call it inside 'performAndWait { … }' or 'perform { … }', or call 'try await fetchObjectIDs' from an async function"
+    )
     public func fetchObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID] {
         checkConfined()
         return try confinement.withMarkedBlock {

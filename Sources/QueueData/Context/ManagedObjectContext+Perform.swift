@@ -7,9 +7,33 @@ extension ManagedObjectContext {
     /// freely (and their confinement checks are cheapest). Errors cannot escape a
     /// fire-and-forget block: handle them inside it, or use the `async` form.
     ///
-    /// In `async` code, Swift prefers the `async` overload of `perform`, which waits for the
-    /// block; call this one from synchronous code to schedule work without waiting.
+    /// Unavailable in `async` code, where `await context.perform { … }` means the form that
+    /// waits and returns the block's result. Swift resolves top-level code (`main.swift`) as
+    /// synchronous code, so there it would quietly pick this form — not waiting, and giving
+    /// `()` for the result — if it were available; instead the compiler stops with a message
+    /// saying what to write: annotate the result's type to wait for it
+    /// (`let count: Int = await context.perform { … }`), use ``performAndWait(_:)``, or submit
+    /// without waiting with ``enqueue(_:)``, which is available everywhere.
+    @available(
+        *, noasync,
+        message:
+            "it does not wait. To wait, use 'await perform' in an async function; in top-level code annotate the result ('let value: T = await context.perform { … }') or use 'performAndWait'. To submit without waiting, use 'enqueue { … }'"
+    )
     public func perform(_ block: sending @escaping () -> Void) {
+        enqueue(block)
+    }
+
+    /// Runs `block` on the context's queue, asynchronously; returns at once: `perform(_:)`
+    /// under a name that is also callable from `async` code.
+    ///
+    /// Blocks run in the order they were submitted, after those already queued.
+    ///
+    /// ```swift
+    /// func importInBackground(_ batch: [Record]) async {
+    ///     context.enqueue { importer.insert(batch, into: context) }   // does not wait
+    /// }
+    /// ```
+    public func enqueue(_ block: sending @escaping () -> Void) {
         checkUsable()
         let confinement = self.confinement
         let work = UncheckedSendableBox(block)
@@ -62,6 +86,33 @@ extension ManagedObjectContext {
             }
         }
         return try outcome.get()
+    }
+
+    /// Runs `block` on the context's queue and returns its result, like `try await perform`,
+    /// for QueueData's own multi-step work (the steps of an asynchronous fetch): if the
+    /// manager was closed before the block runs, it throws ``StoreError/Code/closed`` instead
+    /// of trapping, so that a close in the middle of library work ends it with an error.
+    func performIfOpen<Value: Sendable>(_ block: sending @escaping () throws -> Value) async throws -> Value {
+        let confinement = self.confinement
+        let name = self.name
+        guard confinement.isValid else { throw Self.closedError(name) }
+        let work = UncheckedSendableBox(block)
+        let outcome: Swift.Result<Value, any Error> = await withCheckedContinuation { continuation in
+            queue.async {
+                guard confinement.isValid else {
+                    continuation.resume(returning: .failure(Self.closedError(name)))
+                    return
+                }
+                let outcome = confinement.withMarkedBlock { Swift.Result { try work.value() } }
+                continuation.resume(returning: outcome)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// The error of library work that a close ended.
+    static func closedError(_ name: String) -> StoreError {
+        StoreError(.closed, "The manager of context '\(name)' was closed while the work was in progress.")
     }
 
     /// Traps if the context was invalidated (its manager closed, or it is being torn down).

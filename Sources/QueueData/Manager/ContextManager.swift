@@ -161,6 +161,40 @@ public final class ContextManager: @unchecked Sendable {
         }
     }
 
+    /// Closes the store once the work already submitted to this manager's contexts is done:
+    /// every block queued on a context's queue before the call — `perform` blocks, merges,
+    /// the steps of asynchronous fetches — runs first; then the manager closes as ``close()``
+    /// does (saving nothing: a block that should save must call `save()` itself).
+    ///
+    /// ```swift
+    /// context.perform { importBatch(context); try? context.save() }   // already queued
+    /// await manager.closeGracefully()                                  // the import runs first
+    /// ```
+    ///
+    /// Use it to shut down while blocks may still be queued: ``close()`` invalidates the
+    /// contexts at once, and a queued block of yours that then uses its context traps. Blocks
+    /// submitted after the call — including blocks the waited-for blocks submit in turn — are
+    /// not waited for: stop submitting work before closing. When the manager has a
+    /// ``mainContext``, this waits for the main queue too, which must be drained (an `async`
+    /// main, `dispatchMain()`, a run loop); never call it from a block the main queue is
+    /// running and awaits nothing else.
+    public func closeGracefully() async {
+        let open = registryQueue.sync { () -> [ManagedObjectContext] in
+            var open = contexts.values.compactMap(\.context)
+            if let storedMainContext, !open.contains(where: { $0 === storedMainContext }) {
+                open.append(storedMainContext)
+            }
+            return open
+        }
+        for context in open {
+            // The queue is serial: once this block runs, every block queued before it has run.
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                context.queue.async { continuation.resume() }
+            }
+        }
+        close()
+    }
+
     // MARK: Internals (on `registryQueue`)
 
     private func context(for queue: DispatchQueue) throws -> ManagedObjectContext {

@@ -1,0 +1,123 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import QueueData
+
+/// Runs a hook when an object is constructed (fetched or inserted), so that a test can close
+/// the manager in the middle of QueueData's own work on the context's queue, deterministically.
+final class CloseProbe: ManagedObject {
+    @Attribute var index: Int = 0
+
+    /// Called on the context's queue by every construction while set.
+    nonisolated(unsafe) static var onConstruction: (() -> Void)?
+
+    required init(_ construction: ObjectConstruction) {
+        super.init(construction)
+        Self.onConstruction?()
+    }
+}
+
+let closeProbeModel = ManagedObjectModel([CloseProbe.self])
+
+@Suite("Closing a manager with work in flight", .serialized)
+struct CloseTests {
+    @Test("an asynchronous fetch in flight when the manager closes ends with StoreError .closed, not a trap")
+    func asynchronousFetchInFlight() async throws {
+        let manager = ContextManager(delegate: TestStoreDelegate(model: closeProbeModel))
+        let seed = try manager.createContext()
+        let count = ManagedObjectContext.asynchronousRegistrationSlice * 2 + 10
+        try seed.performAndWait {
+            for index in 0..<count {
+                seed.insert(CloseProbe.self).index = index
+            }
+            try seed.save()
+        }
+        let context = try manager.createContext()
+        // The first object the fetch registers (in its first slice, on the context's queue)
+        // closes the manager; the fetch has two more slices to go.
+        let closed = Locked(false)
+        CloseProbe.onConstruction = {
+            guard !closed.withLock({ $0 }) else { return }
+            closed.withLock { $0 = true }
+            manager.close()
+        }
+        defer { CloseProbe.onConstruction = nil }
+        await #expect {
+            _ = try await context.fetch(FetchRequest<CloseProbe>()) { objects in objects.count }
+        } throws: { error in
+            (error as? StoreError)?.code == .closed
+        }
+        #expect(closed.withLock { $0 })
+        #expect(!manager.isStoreLoaded)
+    }
+
+    @Test("closeGracefully runs every block already queued on each context, then closes")
+    func gracefulClose() async throws {
+        let store = InMemoryStore()
+        let delegate = TestStoreDelegate(model: closeProbeModel, storeType: .custom { _ in store })
+        let manager = ContextManager(delegate: delegate)
+        let contexts = try (0..<4).map { _ in try manager.createContext() }
+        let gate = DispatchSemaphore(value: 0)
+        let ran = Locked(0)
+        // Hold the first context's queue so that its blocks are still queued when closing starts.
+        contexts[0].queue.async { gate.wait() }
+        for (offset, context) in contexts.enumerated() {
+            for round in 0..<5 {
+                context.enqueue {
+                    let probe = context.insert(CloseProbe.self)
+                    probe.index = offset * 100 + round
+                    try? context.save()
+                    ran.withLock { $0 += 1 }
+                }
+            }
+        }
+        async let closing: Void = manager.closeGracefully()
+        gate.signal()
+        await closing
+        #expect(ran.withLock { $0 } == 20)
+        #expect(!manager.isStoreLoaded)
+        let reopened = ContextManager(delegate: delegate)
+        let reader = try reopened.createContext()
+        let stored = try reader.performAndWait { try reader.count(for: FetchRequest<CloseProbe>()) }
+        #expect(stored == 20)
+        reopened.close()
+    }
+
+    @Test("closeGracefully with nothing queued closes at once; the store can be loaded again")
+    func gracefulCloseIdle() async throws {
+        let store = InMemoryStore()
+        let manager = ContextManager(
+            delegate: TestStoreDelegate(model: closeProbeModel, storeType: .custom { _ in store }))
+        let context = try manager.createContext()
+        try context.performAndWait {
+            context.insert(CloseProbe.self)
+            try context.save()
+        }
+        await manager.closeGracefully()
+        #expect(!manager.isStoreLoaded)
+        let again = try manager.createContext()
+        #expect(try again.performAndWait { try again.count(for: FetchRequest<CloseProbe>()) } == 1)
+        manager.close()
+    }
+
+    @Test("close() with a block of the user's still queued: the block traps when it uses its context")
+    func closeTrapsQueuedBlocks() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let manager = ContextManager(delegate: TestStoreDelegate(model: closeProbeModel))
+            let context = try manager.createContext()
+            let gate = DispatchSemaphore(value: 0)
+            let done = DispatchSemaphore(value: 0)
+            context.queue.async { gate.wait() }
+            context.enqueue {
+                _ = context.hasChanges
+                done.signal()
+            }
+            manager.close()
+            gate.signal()
+            _ = done.wait(timeout: .now() + 10)
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("after its ContextManager was closed"))
+    }
+}
