@@ -30,7 +30,7 @@ extension ManagedObjectContext {
             case .failure:
                 self.queue.async {
                     guard self.confinement.isValid else { return }
-                    self.confinement.withMarkedBlock {
+                    self.confinement.withContextBlock {
                         delivery.value(matched.map { _ in [] })
                     }
                 }
@@ -56,7 +56,7 @@ extension ManagedObjectContext {
     ) {
         queue.async {
             guard self.confinement.isValid else { return }
-            self.confinement.withMarkedBlock {
+            self.confinement.withContextBlock {
                 let end = min(start + Self.asynchronousRegistrationSlice, ids.count)
                 do {
                     _ = try self.registeredObjects(Array(ids[start..<end]), as: ManagedObject.self)

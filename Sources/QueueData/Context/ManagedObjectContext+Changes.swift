@@ -71,7 +71,7 @@ extension ManagedObjectContext {
                         continuation.resume(returning: .failure(Self.closedError(self.name)))
                         return
                     }
-                    let outcome = confinement.withMarkedBlock {
+                    let outcome = confinement.withContextBlock {
                         Swift.Result { () throws -> Result in
                             do {
                                 guard !cancelled.isSet else { throw CancellationError() }

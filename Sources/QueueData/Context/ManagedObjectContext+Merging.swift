@@ -5,9 +5,16 @@ extension ManagedObjectContext {
     /// and `userInfo[SaveChanges.userInfoKey]` the ``SaveChanges``.
     public static let didSaveNotification = Notification.Name("QueueData.ManagedObjectContextDidSave")
 
-    /// Posted by a context on its queue after it merged another context's save that inserted
-    /// objects, or changed or deleted objects this context holds; `object` is the context and
-    /// `userInfo[ObjectsDidChange.userInfoKey]` the ``ObjectsDidChange``.
+    /// Posted by a context on its queue, synchronously, when objects it holds changed; `object`
+    /// is the context and `userInfo[ObjectsDidChange.userInfoKey]` the ``ObjectsDidChange``.
+    ///
+    /// It is posted for the context's own inserts, updates and deletes by
+    /// ``processPendingChanges()`` (at the end of each `perform`-family block, at the start of
+    /// `save()`, and when you call it), after a merge of another context's save that inserted
+    /// objects or changed or deleted objects this context holds, after a save whose commit
+    /// changed objects beyond what the context had set (an upsert, a relationship repaired on
+    /// the other side), and by ``refresh(_:mergeChanges:)``, ``rollback()`` and ``reset()``.
+    /// Never for a change that changed nothing.
     public static let objectsDidChangeNotification = Notification.Name("QueueData.ManagedObjectContextObjectsDidChange")
 
     /// Registers the observer that merges saves of other contexts of the same coordinator.
@@ -52,6 +59,8 @@ extension ManagedObjectContext {
     }
 
     func merge(_ changes: SaveChanges) {
+        // The context's own changes so far are reported first, in the order they happened.
+        processPendingChangesOnQueue()
         var updated: [ObjectID] = []
         for (objectID, row) in changes.updated {
             guard let entityIndex = entityIndex(of: objectID),
@@ -73,8 +82,6 @@ extension ManagedObjectContext {
         // Nothing to tell when the save touched nothing this context holds and inserted
         // nothing (NotificationCenter posts contend on one lock across all queues).
         guard !updated.isEmpty || !deleted.isEmpty || !changes.inserted.isEmpty else { return }
-        let payload = ObjectsDidChange(inserted: changes.inserted, updated: updated, deleted: deleted)
-        NotificationCenter.default.post(
-            name: Self.objectsDidChangeNotification, object: self, userInfo: [ObjectsDidChange.userInfoKey: payload])
+        postObjectsDidChange(ObjectsDidChange(inserted: changes.inserted, updated: updated, deleted: deleted))
     }
 }

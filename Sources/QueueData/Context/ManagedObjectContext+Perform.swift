@@ -38,7 +38,7 @@ extension ManagedObjectContext {
         let confinement = self.confinement
         let work = UncheckedSendableBox(block)
         queue.async {
-            confinement.withMarkedBlock(work.value)
+            confinement.withContextBlock(work.value)
         }
     }
 
@@ -53,11 +53,11 @@ extension ManagedObjectContext {
     public func performAndWait<Result>(_ block: () throws -> Result) rethrows -> Result {
         checkUsable()
         if confinement.isCurrent {
-            return try confinement.withMarkedBlock(block)
+            return try confinement.withContextBlock(block)
         }
         let confinement = self.confinement
         return try queue.sync {
-            try confinement.withMarkedBlock(block)
+            try confinement.withContextBlock(block)
         }
     }
 
@@ -79,7 +79,7 @@ extension ManagedObjectContext {
         let work = UncheckedSendableBox(block)
         let outcome: Swift.Result<Result, Failure> = await withCheckedContinuation { continuation in
             queue.async {
-                let outcome = confinement.withMarkedBlock {
+                let outcome = confinement.withContextBlock {
                     Swift.Result { () throws(Failure) -> Result in try work.value() }
                 }
                 continuation.resume(returning: outcome)
@@ -103,7 +103,7 @@ extension ManagedObjectContext {
                     continuation.resume(returning: .failure(Self.closedError(name)))
                     return
                 }
-                let outcome = confinement.withMarkedBlock { Swift.Result { try work.value() } }
+                let outcome = confinement.withContextBlock { Swift.Result { try work.value() } }
                 continuation.resume(returning: outcome)
             }
         }
@@ -119,6 +119,24 @@ extension ManagedObjectContext {
     func checkUsable() {
         if !confinement.isValid {
             confinement._trapNotConfined("ManagedObjectContext '\(name)'")
+        }
+    }
+}
+
+extension QueueConfinement {
+    /// Runs a block of the `perform` family: marked as the context's block, then the
+    /// context's pending changes are processed (``ManagedObjectContext/processPendingChanges()``)
+    /// if it is still alive and its manager open, whether `body` returned or threw.
+    func withContextBlock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        try withMarkedBlock {
+            defer { endBlock() }
+            return try body()
+        }
+    }
+
+    private func endBlock() {
+        if isValid, let context {
+            context.processPendingChangesOnQueue()
         }
     }
 }

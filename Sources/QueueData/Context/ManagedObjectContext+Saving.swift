@@ -1,13 +1,24 @@
 import Foundation
 
 extension ManagedObjectContext {
+    /// Posted by a context on its queue when ``save()`` starts with changes to save, before
+    /// anything else happens (``ManagedObject/willSave()``, validation); `object` is the context.
+    /// Observers may still change objects: the save includes their changes. Not posted for a
+    /// save with nothing to save.
+    public static let willSaveNotification = Notification.Name("QueueData.ManagedObjectContextWillSave")
+
     /// Commits the context's inserts, updates and deletes to the store, durably.
     ///
-    /// Validates every inserted and updated object first (``ManagedObject/validateForSave()``).
-    /// When it returns, the changes are committed: inserted objects have permanent IDs,
-    /// deleted objects have left the context, and ``didSaveNotification`` has been posted, so
-    /// that every other context of the manager merges the save on its own queue. Saving
-    /// without changes does nothing.
+    /// In order, as in Core Data: ``processPendingChanges()``; ``willSaveNotification``; the
+    /// delete rules and ``ManagedObject/willSave()`` on every inserted, updated and deleted
+    /// object (again on those that changed, until a round changes nothing); validation
+    /// (``ManagedObject/validateForSave()`` of inserted and updated objects); the commit; then
+    /// ``ManagedObject/didSave()`` on every object written (inserted, updated and deleted),
+    /// and ``didSaveNotification``, so that every other context of the manager merges the save on
+    /// its own queue. When it returns, inserted objects have permanent IDs and deleted objects
+    /// have left the context. Saving without changes does nothing and posts nothing; a save
+    /// whose changes all turn out to be no change (values set back) posts
+    /// ``willSaveNotification`` but commits nothing and posts no ``didSaveNotification``.
     ///
     /// - Throws: ``ValidationError`` listing every invalid object and property;
     ///   ``MergeConflictError`` when objects it changes were changed or deleted by another
@@ -27,13 +38,16 @@ extension ManagedObjectContext {
     }
 
     private func performSave() throws {
-        // Deny rules refusing a deletion are failures like the others: reported together.
-        let denied = propagateDeletes()
+        processPendingChangesOnQueue()
         var (inserts, updates, deletes) = pendingChangeLists()
-        guard !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty || !denied.isEmpty else {
+        guard !inserts.isEmpty || !updates.isEmpty || !deletes.isEmpty else {
             clearPendingChanges()
             return
         }
+        NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
+        // Deny rules refusing a deletion are failures like the others: reported together.
+        let denied = try callWillSave()
+        (inserts, updates, deletes) = pendingChangeLists()
         // Validation may change, insert or delete other objects (a child updating its
         // parent's total): validate until nothing new appears, then save everything.
         var validated = Set<ObjectIdentifier>()
@@ -50,6 +64,8 @@ extension ManagedObjectContext {
         if !failures.isEmpty {
             throw ValidationError(failures: failures)
         }
+        // What validation changed is reported before the commit.
+        processPendingChangesOnQueue()
 
         var request = SaveRequest()
         request.inserts.reserveCapacity(inserts.count)
@@ -143,8 +159,14 @@ extension ManagedObjectContext {
         // Inserted objects upserted into another object (a uniqueness constraint) take its ID
         // and its row. The object registered for that ID stays registered, so that references
         // to it keep working; an inserted object that finds one leaves the context.
+        // The objects the commit wrote, for `didSave()`; and the temporary IDs of upserted
+        // inserts that left the context, reported as deleted.
+        var saved = inserts.filter { !$0._state.contains(.detached) && !$0._objectID.isTemporaryID }
+        var leftByUpsert: [ObjectID] = []
+        var upsertTargets: [ObjectID] = []
         for (object, row) in upserted {
             let entityIndex = object._objectID.key.entityIndex!
+            let temporaryID = object._objectID
             registry[entityIndex][object._objectID.rawValue] = nil
             object._objectID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
             object._load(row.values)
@@ -153,22 +175,36 @@ extension ManagedObjectContext {
             if let registered = registry[entityIndex][row.primaryKey], registered !== object {
                 registered._apply(row, keepingLocalChanges: false)
                 object._state = [.detached]
+                leftByUpsert.append(temporaryID)
+                upsertTargets.append(registered._objectID)
+                saved.append(registered)
             } else {
                 registry[entityIndex][row.primaryKey] = object
                 object._state = []
+                saved.append(object)
             }
         }
         // Rows the commit changed to keep relationships consistent (or to take an upserted
         // object), beyond what this context changed: its objects for them take the committed
         // state, as a merge would. (Their number says nothing: an upsert can leave a saved
         // update's row as it was and change another.)
+        var changedByCommit: [ObjectID] = []
         for (entityIndex, row) in outcome.changedRows {
             guard let object = registry[entityIndex][row.primaryKey], row.version > object._snapshotVersion else {
                 continue
             }
             object._apply(row, keepingLocalChanges: true)
+            changedByCommit.append(object._objectID)
         }
         clearPendingChanges()
+        saved += savedUpdates
+        saved += deletes
+        // What the commit changed beyond the context's own changes (an upsert's target, the
+        // other side of a repaired relationship), and the upserted inserts that left.
+        postObjectsDidChange(ObjectsDidChange(updated: upsertTargets + changedByCommit, deleted: leftByUpsert))
+        for object in saved {
+            object.didSave()
+        }
 
         let keys = coordinator.entityKeys
         let updatedRows = outcome.changedRows.map {
@@ -182,6 +218,38 @@ extension ManagedObjectContext {
         NotificationCenter.default.post(
             name: Self.didSaveNotification, object: self, userInfo: [SaveChanges.userInfoKey: changes])
     }
+
+    /// Applies the delete rules and calls ``ManagedObject/willSave()`` on every object the save
+    /// will write, then again on the objects that changed (or were inserted or deleted) during
+    /// the previous round, until a round changes nothing; reports each round's changes.
+    ///
+    /// - Returns: The failures of deny rules (nothing was deleted for them).
+    /// - Throws: ``ValidationError`` when `willSave()` still changed objects after 100 rounds.
+    private func callWillSave() throws -> [ValidationError.Failure] {
+        var denied = propagateDeletes()
+        processPendingChangesOnQueue()
+        let (inserts, updates, deletes) = pendingChangeLists()
+        var round = inserts + updates + deletes
+        for _ in 0..<Self.willSaveRounds {
+            for object in round where !object._state.contains(.detached) {
+                object.willSave()
+            }
+            guard !changedSinceProcessing.isEmpty else { return denied }
+            denied = propagateDeletes()
+            round = changedSinceProcessing
+            processPendingChangesOnQueue()
+        }
+        throw ValidationError(
+            failures: round.map { object in
+                ValidationError.Failure(
+                    objectID: object._objectID, entityName: object.entity.name, property: nil,
+                    reason: "willSave() changed objects in each of \(Self.willSaveRounds) rounds: it must stop "
+                        + "changing values once they are up to date")
+            })
+    }
+
+    /// How many rounds of `willSave()` a save runs before giving up.
+    static let willSaveRounds = 100
 
     /// The objects to insert, update and delete, each listed once.
     private func pendingChangeLists() -> (inserts: [ManagedObject], updates: [ManagedObject], deletes: [ManagedObject])
@@ -268,37 +336,63 @@ extension ManagedObjectContext {
     /// Discards every unsaved change: inserted objects leave the context, deleted ones are
     /// restored, and updated ones take their committed values back.
     ///
+    /// Posts ``objectsDidChangeNotification`` (after reporting the pending changes with
+    /// ``processPendingChanges()``): the discarded inserted objects as deleted, the restored
+    /// objects as refreshed.
+    ///
     /// - Important: Call on the context's queue.
     public func rollback() {
         checkConfined()
+        confinement.withMarkedBlock {
+            processPendingChangesOnQueue()
+            postObjectsDidChange(discardChanges())
+        }
+    }
+
+    /// Discards every unsaved change; returns what that changed, to report.
+    private func discardChanges() -> ObjectsDidChange {
+        var discarded: [ObjectID] = []
+        var restored: [ObjectID] = []
         for object in pendingInserts where Self.isPendingInsert(object) {
             unregister(object)
             object._state = [.detached]
+            discarded.append(object._objectID)
         }
-        for object in pendingUpdates + pendingDeletes where !object._state.contains(.detached) {
+        for object in pendingUpdates + pendingDeletes
+        where !object._state.contains(.detached)
+            && (object._state.contains(.updated) || object._state.contains(.deleted))
+        {
             if let snapshot = object._snapshot {
                 object._load(snapshot)
             }
             object._state = []
+            restored.append(object._objectID)
         }
         clearPendingChanges()
+        return ObjectsDidChange(deleted: discarded, refreshed: restored)
     }
 
     /// Discards every unsaved change and forgets every registered object.
     ///
     /// Objects fetched before stay readable but leave the context: setting their attributes
-    /// traps. Fetch again (or use ``object(with:)``) to get fresh instances.
+    /// traps. Fetch again (or use ``object(with:)``) to get fresh instances. Posts
+    /// ``objectsDidChangeNotification`` with ``ObjectsDidChange/invalidatedAllObjects`` (after
+    /// reporting the pending changes with ``processPendingChanges()``).
     ///
     /// - Important: Call on the context's queue.
     public func reset() {
         checkConfined()
-        rollback()
-        for entityObjects in registry {
-            for object in entityObjects.values {
-                object._state = [.detached]
+        confinement.withMarkedBlock {
+            processPendingChangesOnQueue()
+            _ = discardChanges()
+            for entityObjects in registry {
+                for object in entityObjects.values {
+                    object._state = [.detached]
+                }
             }
+            registry = Array(repeating: [:], count: registry.count)
+            postObjectsDidChange(ObjectsDidChange(invalidatedAllObjects: true))
         }
-        registry = Array(repeating: [:], count: registry.count)
     }
 
     /// Updates `object` with its committed values from the store.
@@ -322,6 +416,7 @@ extension ManagedObjectContext {
         }
         let state = object._state
         guard !state.contains(.detached), !state.contains(.inserted) else { return }
+        processPendingChangesOnQueue()
         let entityIndex = object._objectID.key.entityIndex!
         let key = object._objectID.rawValue
         let coordinator = self.coordinator
@@ -335,12 +430,14 @@ extension ManagedObjectContext {
         guard let row = found else {
             unregister(object)
             object._state = [.deleted, .detached]
+            postObjectsDidChange(ObjectsDidChange(deleted: [object._objectID]))
             return
         }
         object._apply(row, keepingLocalChanges: mergeChanges)
         if !mergeChanges {
             object._state.remove(.updated)
         }
+        postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID]))
     }
 }
 

@@ -40,6 +40,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingInserts: [ManagedObject] = []
     var pendingUpdates: [ManagedObject] = []
     var pendingDeletes: [ManagedObject] = []
+    /// Objects inserted, changed or deleted since the last ``processPendingChanges()``, each
+    /// once (an object's `.noted` state says it is listed; deleted objects are listed by
+    /// `delete`). What they report is decided by their state when the changes are processed.
+    var changedSinceProcessing: [ManagedObject] = []
     var mergesAutomaticallyValue = true
     /// Whether fetches compile their predicates (see ``CompiledPredicate``); tests turn it off
     /// to compare with Foundation's evaluation.
@@ -189,6 +193,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
         pendingUpdates.append(object)
     }
 
+    /// Called by an object on its first change since the last ``processPendingChanges()``.
+    func _noteChanged(_ object: ManagedObject) {
+        changedSinceProcessing.append(object)
+    }
+
     // MARK: Inserting and deleting
 
     /// Inserts a new object of `type`, with its attributes' default values and a temporary ID,
@@ -229,9 +238,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
         let object = ManagedObject._make(
             entity: entity, confinement: confinement, objectID: objectID, values: nil, snapshot: nil,
             snapshotVersion: 0)
-        object._state = [.inserted]
+        object._state = [.inserted, .noted, .insertedInEvent]
         registry[entityIndex][objectID.rawValue] = object
         pendingInserts.append(object)
+        changedSinceProcessing.append(object)
         confinement.withMarkedBlock {
             object.awakeFromInsert()
         }
@@ -256,13 +266,17 @@ public final class ManagedObjectContext: @unchecked Sendable {
         if state.contains(.detached) || state.contains(.deleted) {
             return
         }
+        if !state.contains(.noted) {
+            changedSinceProcessing.append(object)
+        }
         if state.contains(.inserted) {
             unregister(object)
-            object._state = [.deleted, .detached]
+            // Still listed: reported as deleted, or not at all if inserted in the same event.
+            object._state = ObjectState([.deleted, .detached, .noted]).union(state.intersection(.insertedInEvent))
             discardRelationships(of: object)
             return
         }
-        object._state.insert(.deleted)
+        object._state.formUnion([.deleted, .noted])
         pendingDeletes.append(object)
     }
 

@@ -41,8 +41,13 @@ public struct SaveChanges: Sendable {
     public var deletedObjectIDs: Set<ObjectID> { Set(deleted) }
 }
 
-/// What a merge changed in a context: the `Sendable` payload of
+/// What changed in a context: the `Sendable` payload of
 /// ``ManagedObjectContext/objectsDidChangeNotification``.
+///
+/// Posted for the context's own changes (by ``ManagedObjectContext/processPendingChanges()``;
+/// inserted objects carry their temporary IDs), for merges of other contexts' saves, for
+/// what a save of the context changed beyond what it had (objects an upsert or a relationship
+/// repair changed), and for `refresh`, `rollback` and `reset`.
 public struct ObjectsDidChange: Sendable {
     /// The key of the payload in the notification's `userInfo`.
     public static let userInfoKey = "QueueData.ObjectsDidChange"
@@ -50,13 +55,25 @@ public struct ObjectsDidChange: Sendable {
     let inserted: [ObjectID]
     let updated: [ObjectID]
     let deleted: [ObjectID]
+    let refreshed: [ObjectID]
 
-    /// Objects another context inserted; they are now fetchable here.
+    /// Objects inserted in this context, or inserted by another context's save and now
+    /// fetchable here.
     public var insertedObjectIDs: Set<ObjectID> { Set(inserted) }
-    /// Registered objects that took new committed values.
+    /// Registered objects that changed: set in this context, or given new committed values by a
+    /// merge or by this context's save.
     public var updatedObjectIDs: Set<ObjectID> { Set(updated) }
-    /// Registered objects that were deleted by another context and left this one.
+    /// Objects deleted in this context (pending deletions, and inserted objects discarded), or
+    /// deleted by another context's save and removed from this one.
     public var deletedObjectIDs: Set<ObjectID> { Set(deleted) }
+    /// Objects whose values were reloaded from their committed values, discarding or keeping
+    /// local changes: by ``ManagedObjectContext/refresh(_:mergeChanges:)``, and by
+    /// ``ManagedObjectContext/rollback()`` for updated objects and for deleted objects it
+    /// restored.
+    public var refreshedObjectIDs: Set<ObjectID> { Set(refreshed) }
+    /// Whether every registered object left the context (``ManagedObjectContext/reset()``): a
+    /// list built from the context's objects must be rebuilt.
+    public let invalidatedAllObjects: Bool
 
     /// The payload of an ``ManagedObjectContext/objectsDidChangeNotification``, or `nil` for
     /// any other notification.
@@ -65,9 +82,22 @@ public struct ObjectsDidChange: Sendable {
         self = changes
     }
 
-    init(inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID]) {
+    init(
+        inserted: [ObjectID] = [],
+        updated: [ObjectID] = [],
+        deleted: [ObjectID] = [],
+        refreshed: [ObjectID] = [],
+        invalidatedAllObjects: Bool = false
+    ) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
+        self.refreshed = refreshed
+        self.invalidatedAllObjects = invalidatedAllObjects
+    }
+
+    /// Whether nothing changed.
+    var isEmpty: Bool {
+        inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && !invalidatedAllObjects
     }
 }

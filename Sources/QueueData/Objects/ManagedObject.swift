@@ -205,6 +205,23 @@ open class ManagedObject: Hashable {
     /// to set up initial values beyond the declared defaults; call `super`.
     open func awakeFromInsert() {}
 
+    /// Called at `save()`, on the context's queue, for each object the save will write —
+    /// inserted, updated or deleted — before validation; call `super`.
+    ///
+    /// It may still change the object (or others): objects changed during a round of
+    /// `willSave()` calls get another call, until a round changes nothing, so compute values
+    /// that converge (setting a value equal to the current one is not a change). A save whose
+    /// `willSave()` calls keep changing objects for 100 rounds fails with ``ValidationError``.
+    /// A deleted object cannot be changed.
+    open func willSave() {}
+
+    /// Called after a successful `save()`, on the context's queue, for each object the save
+    /// wrote — inserted (now with its permanent ID), updated or deleted (no longer in its
+    /// context) — before ``ManagedObjectContext/didSaveNotification`` is posted; call `super`.
+    /// Changes made here are not part of the save that just happened: they make the context
+    /// dirty again.
+    open func didSave() {}
+
     /// Called at `save()` for each inserted or updated object. Throw a ``ValidationError``
     /// (or any error) to refuse the save; the context reports every failure of the save in
     /// one ``ValidationError`` and keeps its changes. Call `super`.
@@ -309,8 +326,10 @@ open class ManagedObject: Hashable {
         _values[slot] = value
     }
 
-    /// Whether a change needs no bookkeeping: the object is inserted or already updated (or
-    /// being constructed), and neither deleted nor detached.
+    /// Whether a change needs no bookkeeping: the object was already changed since its
+    /// context last processed its pending changes (it is inserted or updated, and listed for the
+    /// next ``ManagedObjectContext/processPendingChanges()``), or it is being constructed; and
+    /// it is neither deleted nor detached.
     @inlinable
     final var _canChangeWithoutRegistering: Bool {
         guard case .integer(let bits) = (_values - 1).pointee else { return false }
@@ -335,14 +354,17 @@ open class ManagedObject: Hashable {
                 "QueueData: \(entity.name).\(entity.columnName(slot)) was set on a deleted object. "
                     + "Call rollback() first to undo the deletion.")
         }
-        if _state.contains(.inserted) || _state.contains(.updated) {
-            return
-        }
         guard let context = _confinement.context else {
             _confinement._trapNotConfined(_subjectDescription)
         }
-        _state.insert(.updated)
-        context._registerUpdated(self)
+        if !_state.contains(.inserted) && !_state.contains(.updated) {
+            _state.insert(.updated)
+            context._registerUpdated(self)
+        }
+        if !_state.contains(.noted) {
+            _state.insert(.noted)
+            context._noteChanged(self)
+        }
     }
 
     @usableFromInline
@@ -376,13 +398,13 @@ struct ObjectState: OptionSet, Sendable {
         self.rawValue = rawValue
     }
 
-    /// States in which attributes change without registering the object: inserted,
-    /// updated, constructing.
+    /// States in which attributes change without registering the object: noted (inserted or
+    /// updated, and already listed for the next `processPendingChanges()`), constructing.
     @usableFromInline
-    static let _freelyWritableMask: Int64 = 0b1_0011
+    static let _freelyWritableMask: Int64 = 0b11_0000
     /// States in which a change must go through `_willChangeValue`: deleted, detached.
     @usableFromInline
-    static let _blockedMask: Int64 = 0b0_1100
+    static let _blockedMask: Int64 = 0b00_1100
 
     /// Inserted and not saved.
     static let inserted = ObjectState(rawValue: 1 << 0)
@@ -394,6 +416,15 @@ struct ObjectState: OptionSet, Sendable {
     static let detached = ObjectState(rawValue: 1 << 3)
     /// Being constructed: attribute writes are initial values, not changes.
     static let constructing = ObjectState(rawValue: 1 << 4)
+    /// Listed in the context's changes since its last `processPendingChanges()` (which clears
+    /// it): later changes before then need no bookkeeping.
+    static let noted = ObjectState(rawValue: 1 << 5)
+    /// Inserted since the context's last `processPendingChanges()`: reported as inserted, not
+    /// updated (and not at all if discarded before then).
+    static let insertedInEvent = ObjectState(rawValue: 1 << 6)
+
+    /// The bits that only say what the next `processPendingChanges()` reports.
+    static let eventBits: ObjectState = [.noted, .insertedInEvent]
 }
 
 /// The parameters of a ``ManagedObject`` under construction. Only QueueData creates these.

@@ -136,12 +136,16 @@ struct MergeTests {
         #expect(ids[0].storeIdentifier != local[0].storeIdentifier)
     }
 
-    @Test("a context does not merge its own saves")
+    @Test("a context does not merge its own saves (it reports its own inserts once, before the save)")
     func noSelfMerge() throws {
-        let counter = NotificationCounter(name: ManagedObjectContext.objectsDidChangeNotification, object: writer)
-        try seedDestinations(writer, ["A"])
+        let recorder = ObjectsDidChangeRecorder(writer)
+        let ids = try seedDestinations(writer, ["A"])
         flush(writer)
-        #expect(counter.count == 0)
+        let changes = recorder.changes
+        #expect(changes.count == 1)
+        #expect(changes.first?.inserted.count == 1)
+        #expect(changes.first?.inserted.allSatisfy(\.isTemporaryID) == true)
+        #expect(!changes.contains { !$0.inserted.isDisjoint(with: ids) || !$0.updated.isDisjoint(with: ids) })
     }
 
     @Test("a released context stops observing: saves after it is gone reach no one and nothing crashes")

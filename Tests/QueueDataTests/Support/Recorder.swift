@@ -1,4 +1,5 @@
 import Foundation
+import QueueData
 
 /// A value shared between threads, behind an `NSLock` (a pthread mutex, which the thread
 /// sanitizer understands; it reports false races inside `Synchronization.Mutex` on Linux).
@@ -27,4 +28,81 @@ final class Recorder<Value: Sendable>: Sendable {
     var values: [Value] { storage.withLock { $0 } }
 
     var count: Int { storage.withLock { $0.count } }
+
+    func removeAll() {
+        storage.withLock { $0.removeAll() }
+    }
+}
+
+/// Records every `objectsDidChangeNotification` a context posts, in order, as the sets of IDs
+/// it reports; observes until released.
+final class ObjectsDidChangeRecorder: Sendable {
+    /// One notification's payload, as sets.
+    struct Change: Sendable, Equatable, CustomStringConvertible {
+        var inserted: Set<ObjectID> = []
+        var updated: Set<ObjectID> = []
+        var deleted: Set<ObjectID> = []
+        var refreshed: Set<ObjectID> = []
+        var invalidatedAll = false
+
+        var description: String {
+            "inserted \(inserted.count), updated \(updated.count), deleted \(deleted.count), "
+                + "refreshed \(refreshed.count)\(invalidatedAll ? ", all invalidated" : "")"
+        }
+    }
+
+    private let recorder = Recorder<Change>()
+    /// Whether each notification was posted on the context's queue.
+    private let onQueue = Recorder<Bool>()
+    private let observer: Locked<(any NSObjectProtocol)?> = Locked(nil)
+
+    init(_ context: ManagedObjectContext) {
+        let recorder = self.recorder
+        let onQueue = self.onQueue
+        let key = Self.marker(for: context.queue)
+        let token = NotificationCenter.default.addObserver(
+            forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil
+        ) { notification in
+            guard let changes = ObjectsDidChange(notification) else { return }
+            onQueue.record(DispatchQueue.getSpecific(key: key) != nil)
+            recorder.record(
+                Change(
+                    inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs,
+                    deleted: changes.deletedObjectIDs, refreshed: changes.refreshedObjectIDs,
+                    invalidatedAll: changes.invalidatedAllObjects))
+        }
+        observer.withLock { $0 = token }
+    }
+
+    deinit {
+        observer.withLock { $0 }.map(NotificationCenter.default.removeObserver)
+    }
+
+    /// The notifications so far, oldest first.
+    var changes: [Change] { recorder.values }
+
+    /// Whether every notification so far was posted on the context's queue.
+    var allOnQueue: Bool { onQueue.values.allSatisfy { $0 } }
+
+    /// Forgets the notifications so far.
+    func removeAll() -> [Change] {
+        let all = recorder.values
+        recorder.removeAll()
+        return all
+    }
+
+    private static let markers = Locked<[ObjectIdentifier: DispatchSpecificKey<Bool>]>([:])
+
+    /// A key set on `queue`, so that an observer can tell it runs there.
+    private static func marker(for queue: DispatchQueue) -> DispatchSpecificKey<Bool> {
+        markers.withLock { markers in
+            if let key = markers[ObjectIdentifier(queue)] {
+                return key
+            }
+            let key = DispatchSpecificKey<Bool>()
+            queue.setSpecific(key: key, value: true)
+            markers[ObjectIdentifier(queue)] = key
+            return key
+        }
+    }
 }
