@@ -14,6 +14,9 @@ extern _Thread_local const void *_Nullable qd_tls_confinement_frames;
 extern _Thread_local intptr_t qd_tls_attribute_slot;
 /// The next relationship slot handed out while a managed object is being constructed.
 extern _Thread_local intptr_t qd_tls_relationship_slot;
+/// The next transient attribute slot handed out while a managed object is being constructed
+/// (transient slots follow the row's persistent columns).
+extern _Thread_local intptr_t qd_tls_transient_slot;
 /// The recorder collecting attribute declarations while a model discovers a class.
 extern _Thread_local void *_Nullable qd_tls_attribute_recorder;
 
@@ -55,6 +58,18 @@ static inline intptr_t qd_relationship_slot_get(void) {
 
 static inline void qd_relationship_slot_set(intptr_t slot) {
     qd_tls_relationship_slot = slot;
+}
+
+static inline intptr_t qd_transient_slot_take(void) {
+    return qd_tls_transient_slot++;
+}
+
+static inline intptr_t qd_transient_slot_get(void) {
+    return qd_tls_transient_slot;
+}
+
+static inline void qd_transient_slot_set(intptr_t slot) {
+    qd_tls_transient_slot = slot;
 }
 
 static inline void *_Nullable qd_attribute_recorder_get(void) {

@@ -306,7 +306,7 @@ extension ManagedObjectContext {
             do {
                 try validate(object._values[index])
             } catch {
-                fail(entity.attributes[index].name, String(describing: error))
+                fail(entity.columnName(index), String(describing: error))
             }
         }
         for (offset, relationship) in entity.relationships.enumerated() {
@@ -365,6 +365,7 @@ extension ManagedObjectContext {
             if let snapshot = object._snapshot {
                 object._load(snapshot)
             }
+            object._resetTransientAttributes()
             object._state = []
             restored.append(object._objectID)
         }
@@ -435,6 +436,7 @@ extension ManagedObjectContext {
         }
         object._apply(row, keepingLocalChanges: mergeChanges)
         if !mergeChanges {
+            object._resetTransientAttributes()
             object._state.remove(.updated)
         }
         postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID]))

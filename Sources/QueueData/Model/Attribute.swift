@@ -63,11 +63,13 @@ public struct Attribute<Value: Codable> {
         transform: (@Sendable (StoredValue) throws -> StoredValue)?,
         validate: (@Sendable (StoredValue) throws -> Void)?
     ) -> UInt16 {
-        let slot = UInt16(truncatingIfNeeded: qd_attribute_slot_take())
+        let isTransient = options.contains(.transient)
+        let slot = UInt16(truncatingIfNeeded: isTransient ? qd_transient_slot_take() : qd_attribute_slot_take())
         if let recorder = AttributeRecorder.current {
             recorder.record(
                 Value.self, defaultValue: Result { try Self._encodeChecked(defaultValue) }, originalName: originalName,
-                transform: transform, validate: validate, isUnique: options.contains(.unique))
+                transform: transform, validate: validate, isUnique: options.contains(.unique),
+                isTransient: isTransient)
         }
         return slot
     }
@@ -267,6 +269,20 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
     /// leave an optional unique attribute unset. For combinations of attributes, override
     /// ``ManagedObject/uniquenessConstraints``.
     public static let unique = AttributeOptions(rawValue: 1 << 0)
+
+    /// The attribute lives only in memory, as Core Data's transient attributes do: setting it
+    /// is a change like any other (the object becomes updated, and ``ManagedObjectContext/objectsDidChangeNotification``
+    /// reports it), but it is never stored, never merged into other contexts, and not part of the
+    /// model's version hash (adding or removing one needs no migration). A fetched object starts
+    /// with the default; a save keeps the value in the saving context's object;
+    /// ``ManagedObjectContext/refresh(_:mergeChanges:)`` with `mergeChanges: false` and
+    /// ``ManagedObjectContext/rollback()`` put the default back. It cannot be unique, and
+    /// ``ManagedObject/changedValues()`` (persistent attributes) leaves it out.
+    ///
+    /// ```swift
+    /// @Attribute(.transient) var isSelected: Bool = false
+    /// ```
+    public static let transient = AttributeOptions(rawValue: 1 << 1)
 }
 
 extension Attribute where Value: ExpressibleByNilLiteral {

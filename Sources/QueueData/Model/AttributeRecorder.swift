@@ -18,6 +18,7 @@ final class AttributeRecorder {
         let transform: (@Sendable (StoredValue) throws -> StoredValue)?
         let validate: (@Sendable (StoredValue) throws -> Void)?
         let isUnique: Bool
+        let isTransient: Bool
     }
 
     /// A `@Relationship` declaration: everything but the name, which `Mirror` supplies.
@@ -51,7 +52,8 @@ final class AttributeRecorder {
         originalName: String?,
         transform: (@Sendable (StoredValue) throws -> StoredValue)?,
         validate: (@Sendable (StoredValue) throws -> Void)?,
-        isUnique: Bool
+        isUnique: Bool,
+        isTransient: Bool
     ) {
         let attributeType: AttributeType
         let isOptional: Bool
@@ -66,7 +68,7 @@ final class AttributeRecorder {
             Declaration(
                 valueType: Value.self, attributeType: attributeType, isOptional: isOptional,
                 defaultValue: defaultValue, originalName: originalName, transform: transform, validate: validate,
-                isUnique: isUnique))
+                isUnique: isUnique, isTransient: isTransient))
     }
 
     /// Runs `body` with this recorder installed on the thread.

@@ -13,6 +13,9 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     public let attributes: [AttributeDescription]
     /// The relationships, in the order of the row's slots after the attributes.
     public let relationships: [RelationshipDescription]
+    /// The transient attributes (``AttributeOptions/transient``): kept by objects in memory
+    /// only, never stored, and not part of the version hash.
+    public let transientAttributes: [AttributeDescription]
     /// The class instantiated for this entity's objects (``ManagedObject`` itself for an entity
     /// described without a subclass).
     public let managedObjectClass: ManagedObject.Type
@@ -20,7 +23,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     public let originalName: String?
     /// How migration converts stored values of other types, by attribute name.
     let attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue]
-    /// The validation closures of attributes, by attribute index.
+    /// The validation closures of attributes, by slot (transient attributes' slots follow the
+    /// row's columns).
     let attributeValidators: [Int: @Sendable (StoredValue) throws -> Void]
     /// The sets of attributes whose values no two objects of the entity may share (Core
     /// Data's uniqueness constraints): from `@Attribute(.unique)` and
@@ -30,6 +34,10 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     let uniquenessColumns: [[Int]]
     /// The default value of every column (attributes, then relationships), in slot order.
     let defaultRow: [StoredValue]
+    /// The default value of every transient attribute, in slot order.
+    let transientDefaults: [StoredValue]
+    /// The slot of every transient attribute by name (after the row's columns).
+    let transientSlots: [String: Int]
     /// The index of every attribute by name.
     let attributeIndexes: [String: Int]
     /// The row slot of every relationship by name (after the attributes' slots).
@@ -59,6 +67,29 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
             classLineage: [], originalName: originalName)
     }
 
+    /// Describes an entity without a `ManagedObject` subclass, with transient attributes.
+    ///
+    /// - Parameters:
+    ///   - name: The entity's name.
+    ///   - attributes: Its stored attributes, in row order.
+    ///   - transientAttributes: Its transient attributes (kept in memory only; read and set
+    ///     them with ``ManagedObject/value(forKey:)`` and ``ManagedObject/setValue(_:forKey:)``).
+    ///   - relationships: Its relationships.
+    ///   - originalName: Its name in stores written before it was renamed.
+    /// - Throws: ``ModelError`` as the other initializers do.
+    public convenience init(
+        name: String,
+        attributes: [AttributeDescription],
+        transientAttributes: [AttributeDescription],
+        relationships: [RelationshipDescription] = [],
+        originalName: String? = nil
+    ) throws {
+        try self.init(
+            name: name, attributes: attributes, transientAttributes: transientAttributes,
+            relationships: relationships, managedObjectClass: ManagedObject.self, classLineage: [],
+            originalName: originalName)
+    }
+
     /// Describes an entity without a `ManagedObject` subclass, with uniqueness constraints.
     ///
     /// - Parameters:
@@ -85,6 +116,7 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     init(
         name: String,
         attributes: [AttributeDescription],
+        transientAttributes: [AttributeDescription] = [],
         relationships: [RelationshipDescription] = [],
         managedObjectClass: ManagedObject.Type,
         classLineage: [ObjectIdentifier],
@@ -113,10 +145,30 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
                     entityName: name, attributeName: attribute.name)
             }
         }
+        var transientSlots: [String: Int] = [:]
+        for (index, attribute) in transientAttributes.enumerated() {
+            try Self.validateName(attribute.name, entityName: name, what: "attribute")
+            guard indexes[attribute.name] == nil,
+                transientSlots.updateValue(attributes.count + relationships.count + index, forKey: attribute.name)
+                    == nil
+            else {
+                throw ModelError(
+                    .duplicateAttribute,
+                    "Entity '\(name)' declares the attribute '\(attribute.name)' twice.",
+                    entityName: name, attributeName: attribute.name)
+            }
+            guard attribute.defaultValue.fits(attribute.type, isOptional: attribute.isOptional) else {
+                throw ModelError(
+                    .invalidDefaultValue,
+                    "The default value \(attribute.defaultValue) of '\(name).\(attribute.name)' does not fit its type "
+                        + "\(attribute.type.rawValue)\(attribute.isOptional ? "?" : "").",
+                    entityName: name, attributeName: attribute.name)
+            }
+        }
         var relationshipColumns: [String: Int] = [:]
         for (index, relationship) in relationships.enumerated() {
             try Self.validateName(relationship.name, entityName: name, what: "relationship")
-            guard indexes[relationship.name] == nil,
+            guard indexes[relationship.name] == nil, transientSlots[relationship.name] == nil,
                 relationshipColumns.updateValue(attributes.count + index, forKey: relationship.name) == nil
             else {
                 throw ModelError(
@@ -126,11 +178,11 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
             }
             try Self.validateName(relationship.destinationEntityName, entityName: name, what: "entity")
         }
-        guard attributes.count + relationships.count <= Int(UInt16.max) else {
+        let propertyCount = attributes.count + relationships.count + transientAttributes.count
+        guard propertyCount <= Int(UInt16.max) else {
             throw ModelError(
                 .unsupportedDeclaration,
-                "Entity '\(name)' declares \(attributes.count + relationships.count) properties; at most "
-                    + "\(UInt16.max) are supported.",
+                "Entity '\(name)' declares \(propertyCount) properties; at most \(UInt16.max) are supported.",
                 entityName: name)
         }
         var uniquenessColumns: [[Int]] = []
@@ -140,7 +192,9 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
                     throw ModelError(
                         .unsupportedDeclaration,
                         "The uniqueness constraint \(constraint) of '\(name)' names '\(attributeName)', which is not "
-                            + "one of its attributes.",
+                            + (transientSlots[attributeName] == nil
+                                ? "one of its attributes."
+                                : "a stored attribute: a transient attribute cannot be unique."),
                         entityName: name, attributeName: attributeName)
                 }
                 return index
@@ -154,6 +208,9 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         self.attributeValidators = attributeValidators
         self.name = name
         self.attributes = attributes
+        self.transientAttributes = transientAttributes
+        self.transientDefaults = transientAttributes.map(\.defaultValue)
+        self.transientSlots = transientSlots
         self.relationships = relationships
         self.relationshipColumns = relationshipColumns
         self.managedObjectClass = managedObjectClass
@@ -182,14 +239,30 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
                 originalName: columnOriginalNames[self.attributes.count + index])
         }
         return try EntityDescription(
-            name: name, attributes: attributes, relationships: relationships, managedObjectClass: managedObjectClass,
-            classLineage: classLineage, originalName: originalName, attributeTransforms: attributeTransforms,
-            attributeValidators: attributeValidators, uniquenessConstraints: uniquenessConstraints)
+            name: name, attributes: attributes, transientAttributes: transientAttributes, relationships: relationships,
+            managedObjectClass: managedObjectClass, classLineage: classLineage, originalName: originalName,
+            attributeTransforms: attributeTransforms, attributeValidators: attributeValidators,
+            uniquenessConstraints: uniquenessConstraints)
     }
 
     /// The number of slots in a row: attributes, then relationships.
     var columnCount: Int {
         attributes.count + relationships.count
+    }
+
+    /// The number of slots an object holds: the row's columns, then the transient attributes.
+    var objectSlotCount: Int {
+        columnCount + transientAttributes.count
+    }
+
+    /// The slot of the attribute named `name`, stored or transient, if the entity has one.
+    func slot(ofAttribute name: String) -> Int? {
+        attributeIndexes[name] ?? transientSlots[name]
+    }
+
+    /// The attribute, stored or transient, at an object's `slot` (not a relationship's).
+    func attribute(atSlot slot: Int) -> AttributeDescription {
+        slot < attributes.count ? attributes[slot] : transientAttributes[slot - columnCount]
     }
 
     /// The relationship named `name`, if the entity has one.
@@ -207,9 +280,13 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         attributeIndexes[name] ?? relationshipColumns[name]
     }
 
-    /// The name of the attribute or relationship at row slot `column`.
+    /// The name of the attribute or relationship at row slot `column` (or of the transient
+    /// attribute at an object's slot after the row).
     func columnName(_ column: Int) -> String {
-        column < attributes.count ? attributes[column].name : relationships[column - attributes.count].name
+        if column >= columnCount {
+            return transientAttributes[column - columnCount].name
+        }
+        return column < attributes.count ? attributes[column].name : relationships[column - attributes.count].name
     }
 
     static func validateName(_ name: String, entityName: String, what: String) throws {

@@ -42,11 +42,14 @@ enum EntityDiscovery {
         let prototype: ManagedObject = recorder.recording {
             let saved = qd_attribute_slot_get()
             let savedRelationship = qd_relationship_slot_get()
+            let savedTransient = qd_transient_slot_get()
             qd_attribute_slot_set(0)
             qd_relationship_slot_set(0)
+            qd_transient_slot_set(0)
             defer {
                 qd_attribute_slot_set(saved)
                 qd_relationship_slot_set(savedRelationship)
+                qd_transient_slot_set(savedTransient)
             }
             return type.init(prototypeConstruction)
         }
@@ -92,12 +95,18 @@ enum EntityDiscovery {
                 entityName: entityName)
         }
         var attributes: [AttributeDescription] = []
+        var transientAttributes: [AttributeDescription] = []
         var transforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:]
         var validators: [Int: @Sendable (StoredValue) throws -> Void] = [:]
+        var transientValidators: [Int: @Sendable (StoredValue) throws -> Void] = [:]
         var constraints: [[String]] = []
-        for (index, (name, declaration)) in zip(names, declarations).enumerated() {
-            transforms[name] = declaration.transform
-            validators[index] = declaration.validate
+        for (name, declaration) in zip(names, declarations) {
+            if declaration.isTransient {
+                transientValidators[transientAttributes.count] = declaration.validate
+            } else {
+                transforms[name] = declaration.transform
+                validators[attributes.count] = declaration.validate
+            }
             if declaration.isUnique {
                 constraints.append([name])
             }
@@ -111,13 +120,17 @@ enum EntityDiscovery {
                     "The default value of \(entityName).\(name) cannot be encoded: \(error)",
                     entityName: entityName, attributeName: name)
             }
-            attributes.append(
-                AttributeDescription(
-                    name: name, type: declaration.attributeType, isOptional: declaration.isOptional,
-                    defaultValue: defaultValue,
-                    valueTypeName: declaration.attributeType == .transformable
-                        ? String(reflecting: declaration.valueType) : nil,
-                    originalName: declaration.originalName))
+            let attribute = AttributeDescription(
+                name: name, type: declaration.attributeType, isOptional: declaration.isOptional,
+                defaultValue: defaultValue,
+                valueTypeName: declaration.attributeType == .transformable
+                    ? String(reflecting: declaration.valueType) : nil,
+                originalName: declaration.isTransient ? nil : declaration.originalName)
+            if declaration.isTransient {
+                transientAttributes.append(attribute)
+            } else {
+                attributes.append(attribute)
+            }
         }
         let relationshipDeclarations = recorder.relationshipDeclarations
         guard relationshipDeclarations.count == relationshipNames.count else {
@@ -136,10 +149,16 @@ enum EntityDiscovery {
                 isOptional: declaration.isOptional, minCount: declaration.minCount, maxCount: declaration.maxCount,
                 originalName: declaration.originalName)
         }
+        // Transient attributes' slots follow the row's columns.
+        let columnCount = attributes.count + relationships.count
+        for (index, validate) in transientValidators {
+            validators[columnCount + index] = validate
+        }
         return try EntityDescription(
-            name: entityName, attributes: attributes, relationships: relationships, managedObjectClass: type,
-            classLineage: lineage, originalName: originalName, attributeTransforms: transforms,
-            attributeValidators: validators, uniquenessConstraints: constraints + type.uniquenessConstraints)
+            name: entityName, attributes: attributes, transientAttributes: transientAttributes,
+            relationships: relationships, managedObjectClass: type, classLineage: lineage, originalName: originalName,
+            attributeTransforms: transforms, attributeValidators: validators,
+            uniquenessConstraints: constraints + type.uniquenessConstraints)
     }
 
     /// The construction of discovery prototypes: an empty entity and a confinement that no

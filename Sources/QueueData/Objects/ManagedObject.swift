@@ -61,15 +61,20 @@ open class ManagedObject: Hashable {
     public required init(_ construction: ObjectConstruction) {
         let entity = construction.entity
         let count = entity.columnCount
+        let slotCount = entity.objectSlotCount
         if !construction.isPrototype && entity.managedObjectClass != ManagedObject.self {
             let declared = qd_attribute_slot_get()
             let declaredRelationships = qd_relationship_slot_get()
-            if declared != entity.attributes.count || declaredRelationships != entity.relationships.count {
+            let declaredTransients = qd_transient_slot_get() - count
+            if declared != entity.attributes.count || declaredRelationships != entity.relationships.count
+                || declaredTransients != entity.transientAttributes.count
+            {
                 fatalError(
-                    "QueueData: \(type(of: self)) declares \(declared) @Attribute and \(declaredRelationships) "
-                        + "@Relationship properties but its entity '\(entity.name)' has "
-                        + "\(entity.attributes.count) and \(entity.relationships.count). Build the "
-                        + "ManagedObjectModel from this class, and declare every attribute with an initial value.")
+                    "QueueData: \(type(of: self)) declares \(declared) @Attribute (and \(declaredTransients) "
+                        + "transient) and \(declaredRelationships) @Relationship properties but its entity "
+                        + "'\(entity.name)' has \(entity.attributes.count) (and \(entity.transientAttributes.count)) and "
+                        + "\(entity.relationships.count). Build the ManagedObjectModel from this class, and declare "
+                        + "every attribute with an initial value.")
             }
         }
         self.entity = entity
@@ -77,7 +82,7 @@ open class ManagedObject: Hashable {
         self._objectID = construction.objectID
         self._snapshot = construction.snapshot
         self._snapshotVersion = construction.snapshotVersion
-        let storage = UnsafeMutablePointer<StoredValue>.allocate(capacity: count + 1)
+        let storage = UnsafeMutablePointer<StoredValue>.allocate(capacity: slotCount + 1)
         let state: ObjectState = construction.isPrototype ? [.detached] : [.constructing]
         storage.initialize(to: .integer(Int64(state.rawValue)))
         self._values = storage + 1
@@ -86,12 +91,26 @@ open class ManagedObject: Hashable {
         source.withUnsafeBufferPointer { buffer in
             _values.initialize(from: buffer.baseAddress!, count: count)
         }
+        if slotCount > count {
+            entity.transientDefaults.withUnsafeBufferPointer { buffer in
+                (_values + count).initialize(from: buffer.baseAddress!, count: buffer.count)
+            }
+        }
     }
 
     deinit {
         let storage = _values - 1
-        storage.deinitialize(count: entity.columnCount + 1)
+        storage.deinitialize(count: entity.objectSlotCount + 1)
         storage.deallocate()
+    }
+
+    /// Puts every transient attribute back to its default, without registering a change.
+    final func _resetTransientAttributes() {
+        let count = entity.columnCount
+        guard entity.objectSlotCount > count else { return }
+        entity.transientDefaults.withUnsafeBufferPointer { buffer in
+            (_values + count).update(from: buffer.baseAddress!, count: buffer.count)
+        }
     }
 
     /// The name of the entity this class represents: the class name, unless overridden.
@@ -248,7 +267,7 @@ open class ManagedObject: Hashable {
     public final func setValue(_ value: StoredValue, forKey key: String) {
         _confinement.check(_subjectDescription)
         let index = _index(ofKey: key)
-        let attribute = entity.attributes[index]
+        let attribute = entity.attribute(atSlot: index)
         guard value.fits(attribute.type, isOptional: attribute.isOptional) else {
             fatalError(
                 "QueueData: \(value) does not fit \(entity.name).\(key), of type "
@@ -258,7 +277,7 @@ open class ManagedObject: Hashable {
     }
 
     private func _index(ofKey key: String) -> Int {
-        guard let index = entity.index(ofAttribute: key) else {
+        guard let index = entity.slot(ofAttribute: key) else {
             fatalError("QueueData: entity '\(entity.name)' has no attribute '\(key)'")
         }
         return index
@@ -369,7 +388,7 @@ open class ManagedObject: Hashable {
 
     @usableFromInline
     final func _trapUndecodable(slot: Int, stored: StoredValue, error: (any Error)?) -> Never {
-        let attribute = entity.attributes[slot]
+        let attribute = entity.attribute(atSlot: slot)
         fatalError(
             "QueueData: \(entity.name).\(attribute.name) holds \(stored), which cannot be read as its "
                 + "declared type\(error.map { ": \($0)" } ?? ""). A transformable type must stay "
@@ -379,7 +398,7 @@ open class ManagedObject: Hashable {
     @usableFromInline
     final func _trapUnencodable(slot: Int, error: any Error) -> Never {
         fatalError(
-            "QueueData: the value set on \(entity.name).\(entity.attributes[slot].name) cannot be encoded "
+            "QueueData: the value set on \(entity.name).\(entity.attribute(atSlot: slot).name) cannot be encoded "
                 + "as JSON: \(error)")
     }
 }
@@ -450,11 +469,14 @@ extension ManagedObject {
     ) -> ManagedObject {
         let saved = qd_attribute_slot_get()
         let savedRelationship = qd_relationship_slot_get()
+        let savedTransient = qd_transient_slot_get()
         qd_attribute_slot_set(0)
         qd_relationship_slot_set(0)
+        qd_transient_slot_set(entity.columnCount)
         defer {
             qd_attribute_slot_set(saved)
             qd_relationship_slot_set(savedRelationship)
+            qd_transient_slot_set(savedTransient)
         }
         let object = entity.managedObjectClass.init(
             ObjectConstruction(
