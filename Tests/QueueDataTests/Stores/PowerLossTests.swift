@@ -240,6 +240,38 @@ struct PowerLossTests {
     }
 
     @Test(
+        "a store in a directory that does not exist yet keeps its first save once it returned",
+        arguments: ["json", "journal"])
+    func newDirectory(fileExtension: String) throws {
+        let directory = TemporaryDirectory("power-loss-mkdir-\(fileExtension)")
+        func manager(_ root: TemporaryDirectory, fileSystem: any FileSystem = POSIXFileSystem()) -> ContextManager {
+            let url = root.url.appendingPathComponent("Data/Stores", isDirectory: true)
+            return ContextManager(
+                delegate: TestStoreDelegate(
+                    storeType: .custom { _ in
+                        if fileExtension == "json" {
+                            return try JSONFileStore(
+                                directory: url, name: "Store", seedStoreURL: nil, fileSystem: fileSystem)
+                        }
+                        return try JournalStore(
+                            directory: url, name: "Store", seedStoreURL: nil, fileSystem: fileSystem)
+                    }))
+        }
+        let fileSystem = PowerLossFileSystem()
+        fileSystem.startRecordingCuts(of: directory.url)
+        let writer = manager(directory, fileSystem: fileSystem)
+        try saveOneByOne(writer, ["first"])
+        let cuts = fileSystem.stopRecordingCuts()
+        let acknowledged = after("after the save returned", fileSystem, directory)
+        writer.close()
+        #expect(cuts.contains { $0.description.hasPrefix("mkdir") })
+
+        let read = namesReader { manager($0) }
+        expectStates(during(cuts), in: [[], ["first"]], reading: read)
+        expectStates(acknowledged, in: [["first"]], reading: read)
+    }
+
+    @Test(
         "a power cut at any step of installing a seed store, or of the save after it, loses nothing acknowledged",
         arguments: ["json", "journal"])
     func seedInstall(fileExtension: String) throws {
