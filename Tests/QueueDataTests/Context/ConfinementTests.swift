@@ -37,7 +37,7 @@ struct ConfinementTests {
 
     @Test("an object's attribute written from a concurrent global queue traps")
     func objectWriteFromGlobalQueue() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let context = try manager.createContext(for: DispatchQueue(label: "owner"))
             let box = ObjectBox()
@@ -48,6 +48,9 @@ struct ConfinementTests {
             }
             group.wait()
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("a Destination object was used off its queue"))
+        #expect(message.contains("'owner'"))
     }
 
     @Test("an object used after its context was deallocated traps")
@@ -127,34 +130,41 @@ struct ConfinementTests {
 
     @Test("a key that is not an attribute traps")
     func unknownKey() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let context = try manager.createContext(for: DispatchQueue(label: "kv"))
             context.performAndWait {
                 context.insert(Destination.self).setValue(.integer(1), forKey: "nope")
             }
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("entity 'Destination' has no attribute 'nope'"))
     }
 
     @Test("a value that does not fit the attribute's type traps")
     func wrongTypeByKey() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let context = try manager.createContext(for: DispatchQueue(label: "kv"))
             context.performAndWait {
                 context.insert(Destination.self).setValue(.string("five"), forKey: "rating")
             }
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("does not fit Destination.rating, of type integer64"))
     }
 
-    @Test("code on the main thread's top level may use the main context; other threads may not")
+    @Test("the main context used from another queue traps, naming the main queue")
     func mainContextConfinement() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let main = try manager.mainContext
             DispatchQueue(label: "not-main").sync {
                 _ = main.hasChanges
             }
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("ManagedObjectContext '\(DispatchQueue.main.label)' was used off its queue"))
+        #expect(message.contains("on queue '\(DispatchQueue.main.label)'"))
     }
 }

@@ -205,8 +205,18 @@ struct ContextManagerTests {
         #expect(bare.storeDirectory.lastPathComponent == bare.persistentStoreName)
     }
 
-    @Test("the shared manager is one instance")
+    @Test("the shared manager is one instance, from every thread, whose delegate every access sees")
     func shared() {
-        #expect(ContextManager.shared === ContextManager.shared)
+        let instances = Locked<Set<ObjectIdentifier>>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let instance = ObjectIdentifier(ContextManager.shared)
+            instances.withLock { _ = $0.insert(instance) }
+        }
+        #expect(instances.withLock { $0 }.count == 1)
+        // State set through one access is seen through the next: one manager, not one per access.
+        let previous = ContextManager.shared.delegate
+        defer { ContextManager.shared.delegate = previous }
+        ContextManager.shared.delegate = TestStoreDelegate(name: "SharedManagerTest")
+        #expect(ContextManager.shared.delegate?.persistentStoreName == "SharedManagerTest")
     }
 }
