@@ -7,9 +7,9 @@ import Testing
 
 /// Group commit in the journal store: saves arriving while an `fdatasync` is in flight are
 /// appended meanwhile and made durable by one sync; none returns, or is visible to other
-/// contexts, before its bytes are durable. Durability is checked by cutting the journal where a
+/// contexts, before its bytes are durable. Durability is checked by cutting the store where a
 /// power loss would (``PowerLossFileSystem``): every byte written after the start of the last
-/// successful sync is dropped.
+/// successful sync is dropped, and so may be any directory change no directory sync covers.
 @Suite("Group commit")
 struct GroupCommitTests {
     /// A journal holding one destination, "existing", and a manager on it through `fileSystem`.

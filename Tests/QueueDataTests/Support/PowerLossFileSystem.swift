@@ -115,14 +115,6 @@ final class PowerLossFileSystem: FileSystem, Sendable {
         }
     }
 
-    /// The bytes of the file now at `path` a power loss now would leave (if it kept the name).
-    func durableBytes(of path: String) throws -> [UInt8] {
-        state.withLock { state in
-            guard case .file(let id) = state.model.entry(at: path) else { return [] }
-            return state.model.durableBytes(of: id)
-        }
-    }
-
     // MARK: Holding syncs
 
     /// Holds sync number `number` (1-based) until ``releaseHeldSync()``; it fails with `EIO`
