@@ -264,13 +264,17 @@ extension FileSystem {
         try synchronize(descriptor, path: path)
     }
 
-    /// Creates `path` and its missing parents (mode 0700).
+    /// Creates `path` and its missing parents (mode 0700), durably: a new directory's entry is
+    /// synchronized in its parent, as for any file created, or a power loss could take the
+    /// directory away with every store file synchronized inside it.
     func makeDirectories(_ path: String) throws {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
+            let parent = current.isEmpty ? "/" : current
             current += "/" + component
             if !fileExists(current) {
                 try makeDirectory(current)
+                try synchronizeDirectory(parent)
             }
         }
     }

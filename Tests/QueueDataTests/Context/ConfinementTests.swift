@@ -37,7 +37,7 @@ struct ConfinementTests {
 
     @Test("an object's attribute written from a concurrent global queue traps")
     func objectWriteFromGlobalQueue() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let context = try manager.createContext(for: DispatchQueue(label: "owner"))
             let box = ObjectBox()
@@ -48,6 +48,9 @@ struct ConfinementTests {
             }
             group.wait()
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("a Destination object was used off its queue"))
+        #expect(message.contains("'owner'"))
     }
 
     @Test("an object used after its context was deallocated traps")
@@ -127,34 +130,93 @@ struct ConfinementTests {
 
     @Test("a key that is not an attribute traps")
     func unknownKey() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let context = try manager.createContext(for: DispatchQueue(label: "kv"))
             context.performAndWait {
                 context.insert(Destination.self).setValue(.integer(1), forKey: "nope")
             }
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("entity 'Destination' has no attribute 'nope'"))
     }
 
     @Test("a value that does not fit the attribute's type traps")
     func wrongTypeByKey() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let context = try manager.createContext(for: DispatchQueue(label: "kv"))
             context.performAndWait {
                 context.insert(Destination.self).setValue(.string("five"), forKey: "rating")
             }
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("does not fit Destination.rating, of type integer64"))
     }
 
-    @Test("code on the main thread's top level may use the main context; other threads may not")
+    @Test("the main context used from another queue traps, naming the main queue")
     func mainContextConfinement() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let main = try manager.mainContext
             DispatchQueue(label: "not-main").sync {
                 _ = main.hasChanges
             }
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("ManagedObjectContext '\(DispatchQueue.main.label)' was used off its queue"))
+        #expect(message.contains("on queue '\(DispatchQueue.main.label)'"))
+    }
+
+    @Test(
+        "relationship accessors used off the queue trap, naming the object and the queue",
+        arguments: ["to-one get", "to-one set", "to-many get", "to-many set", "by key get", "by key set"])
+    func relationshipOffQueue(access: String) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [access] in
+            let manager = ContextManager(delegate: TestStoreDelegate(model: graphModel))
+            let context = try manager.createContext(for: DispatchQueue(label: "graph-owner"))
+            let box = ObjectBox()
+            context.performAndWait {
+                let expedition = context.insert(Expedition.self)
+                expedition.leader = context.insert(Explorer.self)
+                expedition.tags = [context.insert(Tag.self)]
+                box.object = expedition
+            }
+            DispatchQueue(label: "intruder").sync {
+                let expedition = box.object as! Expedition
+                switch access {
+                case "to-one get": _ = expedition.leader
+                case "to-one set": expedition.leader = nil
+                case "to-many get": _ = expedition.tags
+                case "to-many set": expedition.tags = []
+                case "by key get": _ = expedition.relatedObjects(forKey: "waypoints")
+                case "by key set": expedition.setRelatedObjects([], forKey: "waypoints")
+                default: break
+                }
+            }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("a Expedition object was used off its queue"), "\(access)")
+        #expect(message.contains("'graph-owner'"), "\(access)")
+    }
+
+    @Test(
+        "save() off the context's queue traps, naming the context and the queue",
+        arguments: ["another thread", "another context's queue"])
+    func saveOffQueue(caller: String) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [caller] in
+            let manager = ContextManager(delegate: TestStoreDelegate())
+            let context = try manager.createContext(for: DispatchQueue(label: "saver"))
+            context.performAndWait { _ = context.insert(Destination.self) }
+            if caller == "another thread" {
+                try context.save()
+            } else {
+                let other = try manager.createContext(for: DispatchQueue(label: "bystander"))
+                try other.performAndWait { try context.save() }
+            }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("ManagedObjectContext 'saver' was used off its queue"), "\(caller)")
+        #expect(message.contains("on queue 'saver'"), "\(caller)")
     }
 }

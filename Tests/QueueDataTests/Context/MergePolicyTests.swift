@@ -376,15 +376,29 @@ struct MergePolicyTests {
         b.performAndWait { _ = b.object(with: id) }
         for round in 0..<10 {
             try a.performAndWait {
-                try a.existingObject(with: id, as: Fixture.self).a = "a\(round)"
-                try a.save()
+                let object = try a.existingObject(with: id, as: Fixture.self)
+                // B's last save was merged: A's save is based on it.
+                #expect(object.b == (round == 0 ? "b0" : "b\(round - 1)"), "round \(round)")
+                object.a = "a\(round)"
+                #expect(throws: Never.self, "round \(round): A conflicted") { try a.save() }
             }
             flush(b)
             try b.performAndWait {
-                try b.existingObject(with: id, as: Fixture.self).b = "b\(round)"
-                try b.save()
+                let object = try b.existingObject(with: id, as: Fixture.self)
+                #expect(object.a == "a\(round)", "round \(round): A's save was not merged into B")
+                object.b = "b\(round)"
+                #expect(throws: Never.self, "round \(round): B conflicted") { try b.save() }
             }
             flush(a)
+        }
+        // Every save went through: the store and both contexts hold the last of each.
+        let reader = try makeContext(manager, "reader")
+        for context in [a, b, reader] {
+            try context.performAndWait {
+                let object = try context.existingObject(with: id, as: Fixture.self)
+                #expect([object.a, object.b, object.c] == ["a9", "b9", "c0"], "\(context.name)")
+                #expect(!context.hasChanges, "\(context.name)")
+            }
         }
     }
 }

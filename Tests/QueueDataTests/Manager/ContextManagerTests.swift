@@ -45,6 +45,47 @@ struct ContextManagerTests {
         #expect(main.name == DispatchQueue.main.label)
     }
 
+    @Test("the manager holds its main context strongly, until it closes")
+    func mainContextHeldStrongly() throws {
+        let manager = makeManager()
+        weak var main: ManagedObjectContext?
+        do {
+            main = try manager.mainContext
+        }
+        // Nothing but the manager refers to it now.
+        #expect(main != nil, "the main context was deallocated while its manager lives")
+        #expect(try manager.mainContext === main)
+        manager.close()
+        #expect(main == nil, "something besides the manager kept the main context")
+    }
+
+    @Test("a block on the main queue may use the main context, whichever thread runs it")
+    func mainQueueBlockOnAnyThread() async throws {
+        let manager = makeManager()
+        let main = try manager.mainContext
+        let reader = try makeContext(manager, "main-reader")
+        // Under `swift test` on Linux the main thread does not drain the main queue: its blocks
+        // run on another thread. Confinement checks the queue, so they may use the main context.
+        let outcome: Result<Bool, any Error> = await withCheckedContinuation { continuation in
+            DispatchQueue.main.async {
+                continuation.resume(
+                    returning: Result {
+                        let object = main.insert(Destination.self)
+                        object.name = "from the main queue"
+                        try main.save()
+                        return Thread.isMainThread
+                    })
+            }
+        }
+        let ranOnMainThread = try outcome.get()
+        #if os(Linux)
+            #expect(!ranOnMainThread, "the block ran on the main thread: this run does not check the rule")
+        #endif
+        _ = ranOnMainThread
+        let names = try reader.performAndWait { try reader.fetch(FetchRequest<Destination>()).map(\.name) }
+        #expect(names == ["from the main queue"])
+    }
+
     @Test("loading is lazy, idempotent, and close() makes the manager load again")
     func loadAndClose() throws {
         let store = InMemoryStore()
@@ -205,8 +246,18 @@ struct ContextManagerTests {
         #expect(bare.storeDirectory.lastPathComponent == bare.persistentStoreName)
     }
 
-    @Test("the shared manager is one instance")
+    @Test("the shared manager is one instance, from every thread, whose delegate every access sees")
     func shared() {
-        #expect(ContextManager.shared === ContextManager.shared)
+        let instances = Locked<Set<ObjectIdentifier>>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let instance = ObjectIdentifier(ContextManager.shared)
+            instances.withLock { _ = $0.insert(instance) }
+        }
+        #expect(instances.withLock { $0 }.count == 1)
+        // State set through one access is seen through the next: one manager, not one per access.
+        let previous = ContextManager.shared.delegate
+        defer { ContextManager.shared.delegate = previous }
+        ContextManager.shared.delegate = TestStoreDelegate(name: "SharedManagerTest")
+        #expect(ContextManager.shared.delegate?.persistentStoreName == "SharedManagerTest")
     }
 }

@@ -203,15 +203,36 @@ struct ManagedObjectTests {
         }
     }
 
-    @Test("objects are hashable by identity")
+    @Test("objects are equal and hashed by identity, which a save does not change")
     func identity() throws {
-        let context = try makeContext(makeManager(), "identity")
-        context.performAndWait {
+        let manager = makeManager()
+        let context = try makeContext(manager, "identity")
+        let id = try context.performAndWait {
             let a = context.insert(Destination.self)
             let b = context.insert(Destination.self)
-            #expect(a == a)
+            // Equal values, different objects.
             #expect(a != b)
             #expect(Set([a, b, a]).count == 2)
+            let set: Set<ManagedObject> = [a, b]
+            let temporaryID = a.objectID
+            try context.save()
+            // The save gave `a` a permanent ID; it is still the same object, with the same hash.
+            #expect(a.objectID != temporaryID)
+            #expect(set.contains(a) && set.contains(b))
+            // The context hands out that one instance, by ID or by fetch.
+            let byID = try #require(context.object(with: a.objectID))
+            #expect(byID === a)
+            #expect(byID == a && byID.hashValue == a.hashValue)
+            let fetched = try context.fetch(FetchRequest<Destination>())
+            #expect(fetched.count == 2 && fetched.contains { $0 === a } && fetched.contains { $0 === b })
+            return a.objectID
+        }
+        // Another context has its own instance of the same row.
+        let other = try makeContext(manager, "identity-other")
+        other.performAndWait {
+            let object = other.object(with: id)
+            #expect(object?.objectID == id)
+            #expect(object?.managedObjectContext === other)
         }
     }
 }
@@ -220,13 +241,15 @@ struct ManagedObjectTests {
 struct TransformableByKeyTests {
     @Test("a transformable attribute set by key must hold one JSON value")
     func invalidJSONTraps() async {
-        await #expect(processExitsWith: .failure) {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate())
             let context = try manager.createContext(for: DispatchQueue(label: "kv"))
             context.performAndWait {
                 context.insert(AllTypes.self).setValue(.data(Data("not json".utf8)), forKey: "address")
             }
         }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("does not fit AllTypes.address, of type transformable"))
     }
 
     @Test("a transformable attribute accepts any JSON value by key")

@@ -429,12 +429,15 @@ struct JournalStoreTests {
         manager.close()
         #expect(try storedNames(journalManager(directory, name: "App", seed: seed)) == names + ["mine"])
         #expect(try storedNames(journalManager(seedDirectory)) == names)
+        // Kept alive to the end, so that it removes what the failed open created in it.
+        let unseeded = TemporaryDirectory("journal-no-seed")
         #expect {
-            try journalManager(TemporaryDirectory("journal-no-seed"), seed: directory.file("missing.journal"))
-                .loadPersistentStore()
+            try journalManager(unseeded, seed: directory.file("missing.journal")).loadPersistentStore()
         } throws: { error in
             (error as? StoreError)?.code == .invalidConfiguration
         }
+        #expect(!unseeded.contents.contains("Store.journal"))
+        withExtendedLifetime(unseeded) {}
     }
 
     @Test("a second manager gets .locked while the first has the journal open")
