@@ -159,26 +159,36 @@ open class ManagedObject: Hashable {
     }
 
     /// Whether the object was inserted and not saved yet.
+    ///
+    /// - Important: Call on the context's queue.
     public final var isInserted: Bool {
         _confinement.check(_subjectDescription)
         return _state.contains(.inserted)
     }
 
-    /// Whether the object has unsaved changes to its attributes (and is not inserted or
-    /// deleted).
+    /// Whether the object has unsaved changes to its attributes or relationships (transient
+    /// attributes included), and is not inserted or deleted.
+    ///
+    /// - Important: Call on the context's queue.
     public final var isUpdated: Bool {
         _confinement.check(_subjectDescription)
         return _state.contains(.updated) && !_state.contains(.inserted) && !_state.contains(.deleted)
     }
 
     /// Whether the object will be deleted by the next save, or was deleted (by a save of its
-    /// context or by a merged save of another context).
+    /// context or by a merged save of another context: it then also left its context, and
+    /// ``managedObjectContext`` is `nil`).
+    ///
+    /// - Important: Call on the context's queue.
     public final var isDeleted: Bool {
         _confinement.check(_subjectDescription)
         return _state.contains(.deleted)
     }
 
-    /// Whether the object is inserted, updated or deleted and not yet saved.
+    /// Whether the object is inserted, updated or deleted and not yet saved (`false` once it
+    /// left its context).
+    ///
+    /// - Important: Call on the context's queue.
     public final var hasChanges: Bool {
         _confinement.check(_subjectDescription)
         return !_state.contains(.detached)
