@@ -79,9 +79,15 @@ extension ManagedObjectContext {
             object._state = [.deleted, .detached]
             deleted.append(objectID)
         }
-        // Nothing to tell when the save touched nothing this context holds and inserted
+        let visible = ObjectsDidChange(
+            inserted: changes.inserted, updated: updated, deleted: deleted, mergedSave: changes)
+        if !changeObservers.isEmpty {
+            notifyChangeObservers(visible)
+        }
+        // Nothing to post when the save touched nothing this context holds and inserted
         // nothing (NotificationCenter posts contend on one lock across all queues).
-        guard !updated.isEmpty || !deleted.isEmpty || !changes.inserted.isEmpty else { return }
-        postObjectsDidChange(ObjectsDidChange(inserted: changes.inserted, updated: updated, deleted: deleted))
+        guard !visible.isEmpty else { return }
+        NotificationCenter.default.post(
+            name: Self.objectsDidChangeNotification, object: self, userInfo: [ObjectsDidChange.userInfoKey: visible])
     }
 }

@@ -58,10 +58,44 @@ extension ManagedObjectContext {
         postObjectsDidChange(ObjectsDidChange(inserted: inserted, updated: updated, deleted: deleted))
     }
 
-    /// Posts ``objectsDidChangeNotification`` with `changes`, unless they are empty.
+    /// Tells the context's change observers about `changes`, then posts
+    /// ``objectsDidChangeNotification`` with them, unless they are empty.
     func postObjectsDidChange(_ changes: ObjectsDidChange) {
+        if !changeObservers.isEmpty {
+            notifyChangeObservers(changes)
+        }
         guard !changes.isEmpty else { return }
         NotificationCenter.default.post(
             name: Self.objectsDidChangeNotification, object: self, userInfo: [ObjectsDidChange.userInfoKey: changes])
+    }
+
+    /// Calls every live change observer with `changes` (also for a merge that changed nothing
+    /// this context holds: observers may follow objects it does not hold), dropping the ones
+    /// whose owner is gone.
+    func notifyChangeObservers(_ changes: ObjectsDidChange) {
+        changeObservers.removeAll { $0.owner == nil }
+        for observer in changeObservers {
+            observer.handle(changes)
+        }
+    }
+
+    /// Registers `handle` to be called on the context's queue with every change of the
+    /// context — its own, merges (with the whole merged save), refreshes, rollbacks, resets —
+    /// before the notification is posted, for as long as `owner` lives. For QueueData's own
+    /// observers (fetched-results controllers), which must not miss what a notification
+    /// leaves out.
+    func addChangeObserver(owner: AnyObject, _ handle: @escaping (ObjectsDidChange) -> Void) {
+        changeObservers.append(ChangeObserver(owner: owner, handle: handle))
+    }
+}
+
+/// One of a context's internal change observers: its owner is held weakly.
+final class ChangeObserver {
+    weak var owner: AnyObject?
+    let handle: (ObjectsDidChange) -> Void
+
+    init(owner: AnyObject, handle: @escaping (ObjectsDidChange) -> Void) {
+        self.owner = owner
+        self.handle = handle
     }
 }

@@ -119,6 +119,8 @@ extension ManagedObjectContext {
         // Committed: bring the objects up to date.
         var insertedIDs: [ObjectID] = []
         insertedIDs.reserveCapacity(inserts.count)
+        var reidentified: [(ObjectID, ObjectID)] = []
+        reidentified.reserveCapacity(inserts.count)
         var upserted: [(object: ManagedObject, row: CommittedRow)] = []
         for (position, (object, row)) in zip(inserts, outcome.inserted).enumerated() {
             guard !outcome.upsertedInserts.contains(position) else {
@@ -128,6 +130,7 @@ extension ManagedObjectContext {
             let entityIndex = object._objectID.key.entityIndex!
             registry[entityIndex][object._objectID.rawValue] = nil
             let permanentID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
+            reidentified.append((object._objectID, permanentID))
             object._objectID = permanentID
             registry[entityIndex][row.primaryKey] = object
             // The committed row has the related objects' permanent keys.
@@ -182,6 +185,7 @@ extension ManagedObjectContext {
                 registry[entityIndex][row.primaryKey] = object
                 object._state = []
                 saved.append(object)
+                reidentified.append((temporaryID, object._objectID))
             }
         }
         // Rows the commit changed to keep relationships consistent (or to take an upserted
@@ -201,7 +205,9 @@ extension ManagedObjectContext {
         saved += deletes
         // What the commit changed beyond the context's own changes (an upsert's target, the
         // other side of a repaired relationship), and the upserted inserts that left.
-        postObjectsDidChange(ObjectsDidChange(updated: upsertTargets + changedByCommit, deleted: leftByUpsert))
+        postObjectsDidChange(
+            ObjectsDidChange(
+                updated: upsertTargets + changedByCommit, deleted: leftByUpsert, reidentified: reidentified))
         for object in saved {
             object.didSave()
         }

@@ -44,6 +44,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// once (an object's `.noted` state says it is listed; deleted objects are listed by
     /// `delete`). What they report is decided by their state when the changes are processed.
     var changedSinceProcessing: [ManagedObject] = []
+    /// QueueData's own observers of every change (see `addChangeObserver(owner:_:)`).
+    var changeObservers: [ChangeObserver] = []
     var mergesAutomaticallyValue = true
     /// Whether fetches compile their predicates (see ``CompiledPredicate``); tests turn it off
     /// to compare with Foundation's evaluation.

@@ -74,6 +74,16 @@ public struct ObjectsDidChange: Sendable {
     /// Whether every registered object left the context (``ManagedObjectContext/reset()``): a
     /// list built from the context's objects must be rebuilt.
     public let invalidatedAllObjects: Bool
+    /// After a save of this context: the permanent ID of each object it inserted, by the
+    /// temporary ID it had (and was reported with) before the save. Empty otherwise.
+    public var permanentObjectIDs: [ObjectID: ObjectID] {
+        Dictionary(reidentified, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The temporary and permanent IDs behind ``permanentObjectIDs``.
+    let reidentified: [(ObjectID, ObjectID)]
+    /// For a merge: the save merged, with every object it changed (registered here or not).
+    let mergedSave: SaveChanges?
 
     /// The payload of an ``ManagedObjectContext/objectsDidChangeNotification``, or `nil` for
     /// any other notification.
@@ -87,17 +97,22 @@ public struct ObjectsDidChange: Sendable {
         updated: [ObjectID] = [],
         deleted: [ObjectID] = [],
         refreshed: [ObjectID] = [],
-        invalidatedAllObjects: Bool = false
+        invalidatedAllObjects: Bool = false,
+        reidentified: [(ObjectID, ObjectID)] = [],
+        mergedSave: SaveChanges? = nil
     ) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
         self.refreshed = refreshed
         self.invalidatedAllObjects = invalidatedAllObjects
+        self.reidentified = reidentified
+        self.mergedSave = mergedSave
     }
 
     /// Whether nothing changed.
     var isEmpty: Bool {
         inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && !invalidatedAllObjects
+            && reidentified.isEmpty
     }
 }

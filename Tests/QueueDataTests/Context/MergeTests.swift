@@ -142,9 +142,11 @@ struct MergeTests {
         let ids = try seedDestinations(writer, ["A"])
         flush(writer)
         let changes = recorder.changes
-        #expect(changes.count == 1)
+        // Its own insert, before the save; then the permanent ID the save gave it.
+        #expect(changes.count == 2)
         #expect(changes.first?.inserted.count == 1)
         #expect(changes.first?.inserted.allSatisfy(\.isTemporaryID) == true)
+        #expect(changes.last.map { Set($0.permanent.values) } == Set(ids))
         #expect(!changes.contains { !$0.inserted.isDisjoint(with: ids) || !$0.updated.isDisjoint(with: ids) })
     }
 

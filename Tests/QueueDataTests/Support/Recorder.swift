@@ -44,19 +44,26 @@ final class ObjectsDidChangeRecorder: Sendable {
         var deleted: Set<ObjectID> = []
         var refreshed: Set<ObjectID> = []
         var invalidatedAll = false
+        /// The permanent IDs a save gave, by temporary ID.
+        var permanent: [ObjectID: ObjectID] = [:]
 
         var description: String {
             "inserted \(inserted.count), updated \(updated.count), deleted \(deleted.count), "
                 + "refreshed \(refreshed.count)\(invalidatedAll ? ", all invalidated" : "")"
+                + (permanent.isEmpty ? "" : ", \(permanent.count) given permanent IDs")
         }
     }
 
+    /// Held so that no other context can take its address while this observer filters on it
+    /// (NotificationCenter compares the object by address).
+    private let context: ManagedObjectContext
     private let recorder = Recorder<Change>()
     /// Whether each notification was posted on the context's queue.
     private let onQueue = Recorder<Bool>()
     private let observer: Locked<(any NSObjectProtocol)?> = Locked(nil)
 
     init(_ context: ManagedObjectContext) {
+        self.context = context
         let recorder = self.recorder
         let onQueue = self.onQueue
         let key = Self.marker(for: context.queue)
@@ -69,7 +76,7 @@ final class ObjectsDidChangeRecorder: Sendable {
                 Change(
                     inserted: changes.insertedObjectIDs, updated: changes.updatedObjectIDs,
                     deleted: changes.deletedObjectIDs, refreshed: changes.refreshedObjectIDs,
-                    invalidatedAll: changes.invalidatedAllObjects))
+                    invalidatedAll: changes.invalidatedAllObjects, permanent: changes.permanentObjectIDs))
         }
         observer.withLock { $0 = token }
     }
@@ -91,18 +98,11 @@ final class ObjectsDidChangeRecorder: Sendable {
         return all
     }
 
-    private static let markers = Locked<[ObjectIdentifier: DispatchSpecificKey<Bool>]>([:])
-
-    /// A key set on `queue`, so that an observer can tell it runs there.
+    /// A key set on `queue` (a new one for each recorder: a queue at the address of a released
+    /// one is another queue), so that an observer can tell it runs there.
     private static func marker(for queue: DispatchQueue) -> DispatchSpecificKey<Bool> {
-        markers.withLock { markers in
-            if let key = markers[ObjectIdentifier(queue)] {
-                return key
-            }
-            let key = DispatchSpecificKey<Bool>()
-            queue.setSpecific(key: key, value: true)
-            markers[ObjectIdentifier(queue)] = key
-            return key
-        }
+        let key = DispatchSpecificKey<Bool>()
+        queue.setSpecific(key: key, value: true)
+        return key
     }
 }
