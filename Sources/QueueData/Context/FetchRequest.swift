@@ -32,6 +32,11 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// The entity to fetch, when it is not `Result`'s own (for entities described without a
     /// subclass: `FetchRequest<ManagedObject>(entityName: "Destination")`).
     public var entityName: String?
+    /// How many objects a ``FetchedResultsController`` materializes at a time (registers in
+    /// the context) as they are asked for; 0, the default, materializes every object when it
+    /// fetches. A plain `fetch` returns every object whatever it says (enumerate with
+    /// ``ManagedObjectContext/enumerate(_:batchSize:_:)`` for batches).
+    public var fetchBatchSize: Int = 0
 
     /// Creates a fetch request.
     public init(

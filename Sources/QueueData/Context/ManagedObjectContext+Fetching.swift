@@ -146,7 +146,7 @@ extension ManagedObjectContext {
         _ request: FetchRequest<Result>,
         _ body: (Candidate) throws -> Bool
     ) throws {
-        let entityIndexes = self.entityIndexes(for: request)
+        let entityIndexes = self.fetchedEntityIndexes(for: request)
         let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
         let predicate = request.predicate.map(matcher(for:))
         for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
@@ -205,7 +205,7 @@ extension ManagedObjectContext {
     }
 
     private func countWithoutPredicate<Result>(_ request: FetchRequest<Result>) throws -> Int {
-        let entityIndexes = self.entityIndexes(for: request)
+        let entityIndexes = self.fetchedEntityIndexes(for: request)
         let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
         var count = snapshots.reduce(0) { $0 + $1.liveCount }
         if request.includesPendingChanges {
@@ -230,7 +230,8 @@ extension ManagedObjectContext {
         return applyPaging(count: count, request)
     }
 
-    private func entityIndexes<Result>(for request: FetchRequest<Result>) -> [Int] {
+    /// The indexes of the entities `request` fetches, in the order a fetch visits them.
+    func fetchedEntityIndexes<Result>(for request: FetchRequest<Result>) -> [Int] {
         let indexes: [Int]
         if let entityName = request.entityName {
             indexes = model.entityIndexes(named: entityName, includingSubentities: request.includesSubentities)

@@ -7,7 +7,7 @@ import Foundation
 /// Only values whose `SortDescriptor` ordering is plain `<` are extracted: descriptors with
 /// a string comparator (localized orderings), and values of other types (or `nil`), make the
 /// whole sort fall back to `SortDescriptor.compare`, so results never differ.
-enum SortKey {
+enum SortKey: Sendable {
     case integer(Int64)
     case unsigned(UInt64)
     case double(Double)

@@ -1,0 +1,133 @@
+import Foundation
+
+/// One sort value of a controller's entry: a value extracted once (``SortKey``), or `nil`.
+enum ControllerKey: Sendable {
+    case none
+    case value(SortKey)
+
+    /// The key of `value` (an attribute read through a sort descriptor's key path), or `nil`
+    /// when it has no extractable form.
+    init?(_ value: Any) {
+        if let key = SortKey(value) {
+            self = .value(key)
+        } else if let optional = value as? any _OptionalAttributeValue, optional._isNil {
+            self = .none
+        } else {
+            return nil
+        }
+    }
+
+    /// `nil` orders before every value, as `SortDescriptor` orders optionals.
+    static func compare(_ lhs: ControllerKey, _ rhs: ControllerKey) -> ComparisonResult {
+        switch (lhs, rhs) {
+        case (.none, .none): return .orderedSame
+        case (.none, .value): return .orderedAscending
+        case (.value, .none): return .orderedDescending
+        case (.value(let a), .value(let b)): return SortKey.compare(a, b)
+        }
+    }
+}
+
+/// One object in a controller: its ID, its sort keys (when the ordering extracts them), and
+/// the object itself when the controller holds it.
+struct ControllerEntry {
+    var id: ObjectID
+    var keys: [ControllerKey]
+    var object: ManagedObject?
+}
+
+/// A section of a controller: its name and its entries in order.
+struct ControllerSection {
+    var name: String
+    var entries: [ControllerEntry]
+}
+
+/// How a controller orders its entries: by keys extracted once from each object, or — when a
+/// sort descriptor has a string comparator or a key that cannot be extracted — by the sort
+/// descriptors on the objects themselves. Ties are broken by the order a fetch gives.
+struct ControllerOrdering<Object: ManagedObject> {
+    let descriptors: [SortDescriptor<Object>]
+    let keyPaths: [PartialKeyPath<Object>]?
+    let reversed: [Bool]
+
+    init(_ descriptors: [SortDescriptor<Object>]) {
+        self.descriptors = descriptors
+        var keyPaths: [PartialKeyPath<Object>] = []
+        for descriptor in descriptors {
+            guard descriptor.stringComparator == nil, let keyPath = descriptor.keyPath,
+                controllerExtractableTypes.contains(ObjectIdentifier(type(of: keyPath).valueType))
+            else {
+                self.keyPaths = nil
+                self.reversed = []
+                return
+            }
+            keyPaths.append(keyPath)
+        }
+        self.keyPaths = keyPaths
+        self.reversed = descriptors.map { $0.order == .reverse }
+    }
+
+    /// Whether entries are compared by extracted keys.
+    var usesKeys: Bool { keyPaths != nil }
+
+    /// The keys of `object` (none when the ordering compares objects).
+    func keys(of object: Object) -> [ControllerKey] {
+        guard let keyPaths else { return [] }
+        var keys: [ControllerKey] = []
+        keys.reserveCapacity(keyPaths.count)
+        for keyPath in keyPaths {
+            guard let key = ControllerKey(object[keyPath: keyPath]) else {
+                preconditionFailure("QueueData: a sort key of an extractable type could not be extracted")
+            }
+            keys.append(key)
+        }
+        return keys
+    }
+
+    /// Whether `lhs` goes before `rhs`: by the sort descriptors, then by `tie`.
+    func precedes(_ lhs: ControllerEntry, _ rhs: ControllerEntry, tie: (ObjectID, ObjectID) -> Bool) -> Bool {
+        if usesKeys {
+            for column in lhs.keys.indices {
+                var result = ControllerKey.compare(lhs.keys[column], rhs.keys[column])
+                if reversed[column] {
+                    result =
+                        result == .orderedAscending
+                        ? .orderedDescending : result == .orderedDescending ? .orderedAscending : .orderedSame
+                }
+                if result != .orderedSame {
+                    return result == .orderedAscending
+                }
+            }
+        } else if let left = lhs.object, let right = rhs.object {
+            let a = unsafeDowncast(left, to: Object.self)
+            let b = unsafeDowncast(right, to: Object.self)
+            for descriptor in descriptors {
+                let result = descriptor.compare(a, b)
+                if result != .orderedSame {
+                    return result == .orderedAscending
+                }
+            }
+        }
+        return tie(lhs.id, rhs.id)
+    }
+
+    /// Whether the sort position of an entry could differ between `old` and `new` keys.
+    func keysDiffer(_ old: ControllerEntry, _ new: ControllerEntry) -> Bool {
+        if usesKeys {
+            return zip(old.keys, new.keys).contains { ControllerKey.compare($0, $1) != .orderedSame }
+        }
+        return true
+    }
+}
+
+/// The value types whose keys ``SortKey`` extracts, and their optionals.
+let controllerExtractableTypes: Set<ObjectIdentifier> = {
+    let types: [Any.Type] = [
+        String.self, Int.self, Int64.self, Int32.self, Int16.self, Int8.self, UInt.self, UInt64.self,
+        UInt32.self, UInt16.self, UInt8.self, Double.self, Float.self, Date.self, Decimal.self, UUID.self,
+        String?.self, Int?.self, Int64?.self, Int32?.self, Int16?.self, Int8?.self, UInt?.self, UInt64?.self,
+        UInt32?.self, UInt16?.self, UInt8?.self, Double?.self, Float?.self, Date?.self, Decimal?.self,
+        UUID?.self,
+    ]
+    return Set(types.map(ObjectIdentifier.init))
+}()
