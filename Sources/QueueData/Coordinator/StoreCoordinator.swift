@@ -14,6 +14,9 @@ final class StoreCoordinator: @unchecked Sendable {
     let queue: DispatchQueue
     /// Identifies this coordinator in save notifications, so that only its contexts merge them.
     let identifier = UUID()
+    /// The manager that made this coordinator (its change streams follow every coordinator it
+    /// makes), or `nil`.
+    let managerIdentifier: UUID?
     let model: ManagedObjectModel
     let storeIdentifier: UUID
     /// One key per entity, shared by all its object IDs.
@@ -54,9 +57,16 @@ final class StoreCoordinator: @unchecked Sendable {
     /// - Throws: ``StoreError`` if the store cannot be opened, is incompatible with the
     ///   model and cannot be migrated (nothing is written), a migration fails, or the store
     ///   holds rows that do not fit its schema. The store is closed again on failure.
-    init(model: ManagedObjectModel, store: any PersistentStore, label: String, migrator: Migrator? = nil) throws {
+    init(
+        model: ManagedObjectModel,
+        store: any PersistentStore,
+        label: String,
+        migrator: Migrator? = nil,
+        managerIdentifier: UUID? = nil
+    ) throws {
         self.queue = DispatchQueue(label: "QueueData.StoreCoordinator.\(label)")
         self.model = model
+        self.managerIdentifier = managerIdentifier
         var contents = try store.open(for: model)
         do {
             let migrator = migrator ?? Migrator(model: model)

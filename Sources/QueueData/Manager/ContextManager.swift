@@ -20,6 +20,8 @@ public final class ContextManager: @unchecked Sendable {
     public static let shared = ContextManager()
 
     private let registryQueue = DispatchQueue(label: "QueueData.ContextManager")
+    /// Identifies this manager's coordinators (and so its contexts' saves) to its observers.
+    let identifier = UUID()
     /// Marks the queues this manager made contexts for. `DispatchQueue` wrappers are not
     /// unique (on Linux, every `DispatchQueue.main` is a new object), but a queue's specifics
     /// belong to the queue itself.
@@ -231,7 +233,8 @@ public final class ContextManager: @unchecked Sendable {
         let name = delegate.persistentStoreName
         let store = try delegate.persistentStoreType.makeStore(configuration(of: delegate))
         let coordinator = try StoreCoordinator(
-            model: delegate.managedObjectModel, store: store, label: name, migrator: migrator(for: delegate))
+            model: delegate.managedObjectModel, store: store, label: name, migrator: migrator(for: delegate),
+            managerIdentifier: identifier)
         self.coordinator = coordinator
         return coordinator
     }

@@ -220,6 +220,7 @@ extension FetchedResultsController {
         inserts.sort { ($0.newIndexPath![0], $0.newIndexPath![1]) < ($1.newIndexPath![0], $1.newIndexPath![1]) }
         let objectChanges = deletes + inserts + moves + updates
         guard !sectionChanges.isEmpty || !objectChanges.isEmpty else { return }
+        sendSnapshot(makeSnapshot(newSections))
         guard let delegate else { return }
 
         delegate.controllerWillChangeContent(self)

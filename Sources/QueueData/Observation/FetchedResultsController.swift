@@ -69,6 +69,8 @@ open class FetchedResultsController<Object: ManagedObject> {
     var isObserving = false
     /// Changes received while an asynchronous fetch runs, applied when it lands.
     var pendingDuringFetch: [ObjectsDidChange]?
+    /// The observations of ``snapshots``, held weakly: an observation ends with its iterator.
+    var snapshotChannels: [WeakChannel<FetchedResultsSnapshot>] = []
 
     /// Creates a controller with one section.
     ///
@@ -144,8 +146,10 @@ open class FetchedResultsController<Object: ManagedObject> {
         context.checkConfined()
         try context.confinement.withMarkedBlock {
             context.processPendingChangesOnQueue()
-            storage = try fetchSections()
+            let sections = try fetchSections()
+            storage = sections
             startObserving()
+            sendSnapshot(makeSnapshot(sections))
         }
     }
 
@@ -170,6 +174,7 @@ open class FetchedResultsController<Object: ManagedObject> {
         let worker = try await context.committedControllerEntries(for: fetchRequest, controller: box)
         try await context.performIfOpen {
             try box.value.install(committed: worker)
+            box.value.sendSnapshot(box.value.makeSnapshot(box.value.storage ?? []))
         }
     }
 
@@ -270,6 +275,38 @@ open class FetchedResultsController<Object: ManagedObject> {
         return makeSnapshot(storage ?? [])
     }
 
+    /// The controller's snapshots as an `AsyncSequence` any task can iterate: the current one
+    /// first (once fetched), then one after each batch of changes. A slow consumer gets the
+    /// latest. The observation ends when the iterating task is cancelled, the loop ends, or the
+    /// controller is released.
+    ///
+    /// - Important: Call on the context's queue (the stream itself is iterated anywhere).
+    public var snapshots: ObservationStream<FetchedResultsSnapshot> {
+        managedObjectContext.checkConfined()
+        let channel = ObservationChannel<FetchedResultsSnapshot> { _, latest in latest }
+        snapshotChannels.append(WeakChannel(channel))
+        if let storage {
+            channel.send(makeSnapshot(storage))
+        }
+        return ObservationStream(channel: channel)
+    }
+
+    deinit {
+        for box in snapshotChannels {
+            box.channel?.finish()
+        }
+    }
+
+    /// Sends `snapshot` to every live observation of ``snapshots``.
+    func sendSnapshot(_ snapshot: @autoclosure () -> FetchedResultsSnapshot) {
+        snapshotChannels.removeAll { $0.channel == nil }
+        guard !snapshotChannels.isEmpty else { return }
+        let value = snapshot()
+        for box in snapshotChannels {
+            box.channel?.send(value)
+        }
+    }
+
     // MARK: Internals
 
     func makeSnapshot(_ sections: [ControllerSection]) -> FetchedResultsSnapshot {
@@ -321,6 +358,15 @@ open class FetchedResultsController<Object: ManagedObject> {
                 apply(changes)
             }
         }
+    }
+}
+
+/// A weak reference to an observation channel.
+final class WeakChannel<Element: Sendable> {
+    weak var channel: ObservationChannel<Element>?
+
+    init(_ channel: ObservationChannel<Element>) {
+        self.channel = channel
     }
 }
 

@@ -1,0 +1,187 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import QueueData
+
+/// Runs `body` with a time limit: a stream that never delivers fails the test instead of
+/// hanging it.
+private func within<Value: Sendable>(
+    seconds: Double = 30,
+    _ body: @escaping @Sendable () async throws -> Value
+) async throws -> Value {
+    try await withThrowingTaskGroup(of: Value?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw CancellationError()
+        }
+        return value
+    }
+}
+
+@Suite("Change streams")
+struct ObservationStreamTests {
+    @Test("a manager's saves from 8 queues reach a task; combined for a slow consumer, nothing lost")
+    func managerSaves() async throws {
+        let manager = makeManager()
+        let stream = manager.changes
+        let contexts = try (0..<8).map { try makeContext(manager, "saver \($0)") }
+        let saved = Locked<Set<ObjectID>>([])
+        DispatchQueue.concurrentPerform(iterations: contexts.count) { index in
+            let context = contexts[index]
+            for round in 0..<20 {
+                let id = try? context.performAndWait {
+                    let destination = context.insert(Destination.self)
+                    destination.name = "\(index)-\(round)"
+                    try context.save()
+                    return destination.objectID
+                }
+                if let id {
+                    saved.withLock { _ = $0.insert(id) }
+                }
+            }
+        }
+        let expected = saved.withLock { $0 }
+        #expect(expected.count == 160)
+        // The consumer starts late: everything since the stream was made is there, combined.
+        let received = try await within {
+            var received = Set<ObjectID>()
+            var values = 0
+            for await changes in stream {
+                values += 1
+                received.formUnion(changes.insertedObjectIDs)
+                if received.count >= 160 { break }
+            }
+            return (received, values)
+        }
+        #expect(received.0 == expected)
+        #expect(received.1 < 160, "a slow consumer gets saves combined")
+    }
+
+    @Test("other managers' saves are not seen; the stream follows the manager across close and reload")
+    func managerScope() async throws {
+        let store = InMemoryStore()
+        let manager = ContextManager(delegate: TestStoreDelegate(storeType: .custom { _ in store }))
+        let other = makeManager()
+        let stream = manager.changes
+        let outsider = try makeContext(other, "outsider")
+        try seedDestinations(outsider, ["elsewhere"])
+        manager.close()
+        let context = try makeContext(manager, "after reload")
+        let ids = try seedDestinations(context, ["here"])
+        let first = try await within {
+            let iterator = stream.makeAsyncIterator()
+            return await iterator.next()
+        }
+        #expect(first?.insertedObjectIDs == Set(ids))
+    }
+
+    @Test("cancelling the iterating task ends the observation at once; nothing is delivered after")
+    func cancellation() async throws {
+        let manager = makeManager()
+        let stream = manager.changes
+        let started = Locked(false)
+        let task = Task {
+            var count = 0
+            started.withLock { $0 = true }
+            for await _ in stream {
+                count += 1
+            }
+            return count
+        }
+        while !started.withLock({ $0 }) {
+            await Task.yield()
+        }
+        task.cancel()
+        let count = try await within { await task.value }
+        #expect(count == 0)
+        // The observer is gone: saves now reach no one (and nothing crashes).
+        let context = try makeContext(manager, "after")
+        try seedDestinations(context, ["unseen"])
+    }
+
+    @Test("one object's changes: its committed values after each save, then its deletion, which ends the stream")
+    func objectChanges() async throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "writer")
+        let id = try seedDestinations(context, ["Kyoto"])[0]
+        let stream = manager.changes(of: id)
+        let otherID = try seedDestinations(context, ["Other"])[0]
+        try context.performAndWait {
+            (context.object(with: otherID) as! Destination).rating = 9  // not this object
+            try context.save()
+            (context.object(with: id) as! Destination).rating = 5
+            try context.save()
+        }
+        let values = try await within { () -> [ObjectChange] in
+            var values: [ObjectChange] = []
+            for await change in stream {
+                values.append(change)
+                if values.count == 1 {
+                    try context.performAndWait {
+                        context.delete(context.object(with: id)!)
+                        try context.save()
+                    }
+                }
+            }
+            return values
+        }
+        #expect(values.count == 2)
+        guard case .updated(let committed) = values.first else {
+            Issue.record("expected an update first, got \(values)")
+            return
+        }
+        #expect(committed["rating"] == .integer(5))
+        #expect(committed["name"] == .string("Kyoto"))
+        #expect(values.last == .deleted)
+    }
+
+    @Test("a context's objectsDidChange as a stream: own changes and merges, from a task")
+    func contextStream() async throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "observed")
+        let other = try makeContext(manager, "other")
+        let stream = context.objectsDidChange
+        let own = context.performAndWait { context.insert(Destination.self).objectID }
+        let merged = try seedDestinations(other, ["merged"])
+        let seen = try await within {
+            var inserted = Set<ObjectID>()
+            for await changes in stream {
+                inserted.formUnion(changes.insertedObjectIDs)
+                if inserted.isSuperset(of: [own] + merged) { break }
+            }
+            return inserted
+        }
+        #expect(seen.isSuperset(of: [own] + merged))
+    }
+
+    @Test("a controller's snapshots: the current one first, then the latest after changes")
+    func controllerSnapshots() async throws {
+        let manager = ContextManager(delegate: TestStoreDelegate(model: placeModel))
+        let context = try makeContext(manager, "board")
+        let controller = try context.performAndWait {
+            let controller = FetchedResultsController(
+                fetchRequest: FetchRequest<Place>(sortBy: [SortDescriptor(\.name)]), managedObjectContext: context)
+            try controller.performFetch()
+            return controller
+        }
+        let stream = context.performAndWait { controller.snapshots }
+        let iterator = stream.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first?.objectIDs.isEmpty == true)
+        for name in ["b", "a", "c"] {
+            context.performAndWait { context.insert(Place.self).name = name }
+        }
+        // The three batches were sent before this call: the pending value is the latest.
+        let latest = await iterator.next()
+        let expected = context.performAndWait { controller.snapshot }
+        #expect(latest == expected, "a slow consumer gets the latest snapshot")
+        #expect(expected.objectIDs.count == 3)
+        withExtendedLifetime(controller) {}
+    }
+}
