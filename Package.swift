@@ -35,6 +35,11 @@ let package = Package(
             dependencies: ["QueueData"],
             path: "Playgrounds/TravelJournal"
         ),
+        .executableTarget(
+            name: "LiveBoard",
+            dependencies: ["QueueData"],
+            path: "Playgrounds/LiveBoard"
+        ),
         .testTarget(
             name: "QueueDataTests",
             dependencies: ["QueueData", "QueueDataTestSupport"],

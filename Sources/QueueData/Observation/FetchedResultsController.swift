@@ -155,7 +155,7 @@ open class FetchedResultsController<Object: ManagedObject> {
 
     /// Fetches without blocking the context's queue: matches and sorts the committed rows on a
     /// private queue, then, on the context's queue, takes in the context's own unsaved changes
-    /// and the changes that arrived meanwhile, so that the result is what ``performFetch()``
+    /// and the changes that arrived meanwhile, so that the result is what `performFetch()`
     /// would give at that moment. Reports nothing to the delegate.
     ///
     /// Callable from any task; the controller itself is used on the context's queue.
@@ -178,7 +178,7 @@ open class FetchedResultsController<Object: ManagedObject> {
         }
     }
 
-    /// The fetched objects, section after section; `nil` before ``performFetch()``. With a
+    /// The fetched objects, section after section; `nil` before `performFetch()`. With a
     /// `fetchBatchSize`, reading it materializes every object.
     ///
     /// - Important: Call on the context's queue.
@@ -190,7 +190,7 @@ open class FetchedResultsController<Object: ManagedObject> {
         }
     }
 
-    /// The sections, in order; `nil` before ``performFetch()``.
+    /// The sections, in order; `nil` before `performFetch()`.
     ///
     /// - Important: Call on the context's queue.
     public var sections: [FetchedResultsSection<Object>]? {
@@ -267,7 +267,7 @@ open class FetchedResultsController<Object: ManagedObject> {
         sectionName.first.map { String($0).uppercased() }
     }
 
-    /// The sections and their object IDs as they are now (empty before ``performFetch()``).
+    /// The sections and their object IDs as they are now (empty before `performFetch()`).
     ///
     /// - Important: Call on the context's queue.
     public var snapshot: FetchedResultsSnapshot {

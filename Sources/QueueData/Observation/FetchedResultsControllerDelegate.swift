@@ -27,6 +27,7 @@ public protocol FetchedResultsControllerDelegate<Object>: AnyObject {
     /// Called for each object inserted, deleted, moved or updated.
     ///
     /// - Parameters:
+    ///   - controller: The controller.
     ///   - object: The object. For an object another context deleted that the controller never
     ///     materialized (with a `fetchBatchSize`), it has left its context and holds no values.
     ///   - indexPath: Where it was (`nil` for an insert).
