@@ -174,7 +174,7 @@ func uniqueMeasurements(
 }
 
 /// U3: on a copy of `template` (the saved records), insert `upserts` objects whose codes the
-/// first records hold, with a new score, under ``MergePolicy/mergeByPropertyObjectTrump``,
+/// first records hold, each a whole record with a new score, under ``MergePolicy/mergeByPropertyObjectTrump``,
 /// and save; against fetching those records (untimed) and setting their score.
 private func upsertTimes(
     _ records: [RecordValue],
@@ -220,10 +220,16 @@ private func upsertTimes(
         setUp: open,
         measure: { _, context in
             try context.performAndWait {
+                // A re-import: the inserted duplicate carries the whole record, and under
+                // object trump its values replace the existing object's.
                 for index in targets {
+                    let value = records[index]
                     let record = context.insert(CodedRecord.self)
                     record.code = codes[index]
-                    record.score = records[index].score + 1
+                    record.name = value.name
+                    record.age = value.age
+                    record.score = value.score + 1
+                    record.created = value.created
                 }
                 try context.save()
             }
