@@ -92,9 +92,15 @@ func format(_ value: Double, unit: String) -> String {
     switch unit {
     case "ns": return String(format: "%.2f ns", value * 1e9)
     case "µs": return String(format: "%.1f µs", value * 1e6)
-    case "ms": return String(format: "%.1f ms", value * 1e3)
+    case "ms": return String(format: value < 1e-3 ? "%.3f ms" : "%.1f ms", value * 1e3)
     default: return String(format: "%.0f \(unit)", value)
     }
+}
+
+/// A ratio with two decimals, or two significant digits below 0.1 (so that 0.002× does not
+/// print as 0.00×).
+func formatRatio(_ ratio: Double) -> String {
+    String(format: ratio < 0.1 ? "%.2g×" : "%.2f×", ratio)
 }
 
 func printTable(_ rows: [Measurement]) {
@@ -102,12 +108,12 @@ func printTable(_ rows: [Measurement]) {
     var lines = [header]
     for row in rows {
         let others = row.otherBaselines.map { other in
-            String(format: "\(format(other.value, unit: row.unit)) (\(other.name)) %.2f×", row.subject / other.value)
+            "\(format(other.value, unit: row.unit)) (\(other.name)) \(formatRatio(row.subject / other.value))"
         }
         lines.append([
             row.workload, format(row.subject, unit: row.unit),
             "\(format(row.baseline, unit: row.unit)) (\(row.baselineName))",
-            String(format: "%.2f×", row.ratio), others.isEmpty ? "—" : others.joined(separator: "; "),
+            formatRatio(row.ratio), others.isEmpty ? "—" : others.joined(separator: "; "),
             row.goalDescription, row.isGoalMet.map { $0 ? "met" : "not met" } ?? "—",
         ])
     }

@@ -4,7 +4,7 @@
 //
 // `--only` runs the groups whose name contains one of the NAMEs (`--only goals`: the groups
 // of the P1–P10 table). Groups: memory, attribute, insert, fetch, filter, journal, json,
-// savers, migration, graph, fanout, unique, conflict, merge, throughput.
+// savers, migration, graph, fanout, unique, conflict, merge, throughput, observation.
 //
 // Every figure is a median of several runs, and is reported as a ratio against a baseline
 // measured in the same process: absolute times drift on shared machines, ratios much less.
@@ -557,6 +557,12 @@ if shouldRun("throughput") {
                 format: "%.0f saves/s on 8 queues, %.0f on one", Double(queues * savesPerQueue) / parallel,
                 Double(queues * savesPerQueue) / serial)))
     manager.close()
+}
+
+// MARK: Observation — a fetched-results controller following saves
+
+if shouldRun("observation") {
+    results += try observationMeasurements(records, repetitions: repetitions)
 }
 
 printTable(results)

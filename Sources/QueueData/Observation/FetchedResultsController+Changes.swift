@@ -28,7 +28,9 @@ extension FetchedResultsController {
         for section in old + new {
             ids += section.entries.map(\.id).filter { seen.insert($0).inserted }
         }
-        report(old: old, new: new, ids: ids, oldEntries: index(old), newEntries: index(new), renamed: [:])
+        report(
+            oldNames: old.map(\.name), old: delegate == nil ? nil : makeSnapshot(old), new: new, ids: ids,
+            oldEntries: index(old), newEntries: index(new), renamed: [:])
     }
 
     /// Every entry of `sections` by ID, with its section's name and its place.
@@ -101,20 +103,20 @@ extension FetchedResultsController {
             incoming[id] = try entry(for: object, id: current)
         }
 
-        let oldSections = sections
-        // Out with the old places, section by section, last first.
+        // What the report needs of the old state, before the entries change in place: the
+        // section names, and the old snapshot only for a delegate (it is as long as the list).
+        let oldNames = sections.map(\.name)
+        let oldSnapshot = reports && delegate != nil ? makeSnapshot(sections) : nil
+        // The controller lets go of its sections while they change, so that they change in
+        // place: a copy of every entry would make a one-object change cost the whole list.
+        storage = nil
+        // Out with the old places.
         var removals: [Int: [Int]] = [:]
         for placed in old.values {
             removals[placed.path[0], default: []].append(placed.path[1])
         }
         for (sectionIndex, positions) in removals {
-            if positions.count == 1 {
-                sections[sectionIndex].entries.remove(at: positions[0])
-            } else {
-                let removed = Set(positions)
-                sections[sectionIndex].entries = sections[sectionIndex].entries.enumerated()
-                    .filter { !removed.contains($0.offset) }.map(\.element)
-            }
+            remove(at: positions, from: &sections[sectionIndex].entries)
         }
         // In at the new places: sorted, then merged into their sections.
         let arriving = incoming.values.sorted { precedes($0.entry, $1.entry) }
@@ -124,7 +126,7 @@ extension FetchedResultsController {
         }
         for (name, entries) in bySection {
             if let sectionIndex = sections.firstIndex(where: { $0.name == name }) {
-                sections[sectionIndex].entries = merge(sections[sectionIndex].entries, entries)
+                merge(entries, into: &sections[sectionIndex].entries)
             } else {
                 let section = ControllerSection(name: name, entries: entries)
                 let position = sections.firstIndex { sectionPrecedes(section, $0) } ?? sections.count
@@ -141,51 +143,97 @@ extension FetchedResultsController {
         let sectionIndexes = Dictionary(uniqueKeysWithValues: sections.enumerated().map { ($1.name, $0) })
         for (id, arrival) in incoming {
             let sectionIndex = sectionIndexes[arrival.sectionName]!
-            let position = position(of: arrival.entry, in: sections[sectionIndex])!
+            let position = position(of: arrival.entry, in: sections[sectionIndex].entries)
             new[id] = Placed(entry: arrival.entry, sectionName: arrival.sectionName, path: [sectionIndex, position])
         }
-        report(old: oldSections, new: sections, ids: ids, oldEntries: old, newEntries: new, renamed: renamed)
+        report(
+            oldNames: oldNames, old: oldSnapshot, new: sections, ids: ids, oldEntries: old, newEntries: new,
+            renamed: renamed)
     }
 
-    /// `entries` with `arriving` (sorted) merged in, in order.
-    private func merge(_ entries: [ControllerEntry], _ arriving: [ControllerEntry]) -> [ControllerEntry] {
-        if arriving.count == 1 {
-            var entries = entries
-            let section = ControllerSection(name: "", entries: entries)
-            entries.insert(arriving[0], at: position(of: arriving[0], in: section)!)
-            return entries
+    /// Removes the entries at `positions` (distinct, in any order) from `entries`, moving the
+    /// others down in place.
+    ///
+    /// - Complexity: O(*n*) moves, no copies (a copy of an entry retains its keys and object).
+    private func remove(at positions: [Int], from entries: inout [ControllerEntry]) {
+        if positions.count == 1 {
+            entries.remove(at: positions[0])
+            return
         }
-        var merged: [ControllerEntry] = []
-        merged.reserveCapacity(entries.count + arriving.count)
-        var left = 0
-        var right = 0
-        while left < entries.count || right < arriving.count {
-            if right == arriving.count || (left < entries.count && precedes(entries[left], arriving[right])) {
-                merged.append(entries[left])
-                left += 1
-            } else {
-                merged.append(arriving[right])
-                right += 1
+        let removed = positions.sorted()
+        // Swaps in the buffer move entries (an array's swapAt copies them, retaining).
+        let kept = entries.withUnsafeMutableBufferPointer { buffer in
+            var write = removed[0]
+            var next = 0
+            for read in removed[0]..<buffer.count {
+                if next < removed.count && removed[next] == read {
+                    next += 1
+                } else {
+                    buffer.swapAt(write, read)
+                    write += 1
+                }
+            }
+            return write
+        }
+        entries.removeLast(entries.count - kept)
+    }
+
+    /// Merges `arriving` (sorted) into `entries`, in order, in place: from the back, each
+    /// arriving entry finds its place by binary search, and the entries after it move up as a
+    /// block.
+    ///
+    /// - Complexity: O(*k* log *n*) comparisons and O(*n* + *k*) moves for *k* arriving entries
+    ///   (a move is a memory copy; an element-by-element merge would copy and retain every entry).
+    private func merge(_ arriving: [ControllerEntry], into entries: inout [ControllerEntry]) {
+        if arriving.count == 1 {
+            entries.insert(arriving[0], at: position(of: arriving[0], in: entries))
+            return
+        }
+        let count = entries.count
+        entries.append(contentsOf: arriving)
+        entries.withUnsafeMutableBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            // The gap [end, write) is uninitialized, as wide as the entries left to place.
+            (base + count).deinitialize(count: arriving.count)
+            var end = count
+            var write = buffer.count
+            for entry in arriving.reversed() {
+                var low = 0
+                var high = end
+                while low < high {
+                    let middle = (low + high) / 2
+                    if precedes(base[middle], entry) {
+                        low = middle + 1
+                    } else {
+                        high = middle
+                    }
+                }
+                let following = end - low
+                (base + write - following).moveInitialize(from: base + low, count: following)
+                write -= following + 1
+                (base + write).initialize(to: entry)
+                end = low
             }
         }
-        return merged
     }
 
-    /// Tells the delegate (and the snapshot observers) what changed between `oldSections` and
+    /// Tells the delegate (and the snapshot observers) what changed between the sections named
+    /// `oldNames` (whose snapshot is `oldSnapshot`, needed only when there is a delegate) and
     /// `newSections`, for the objects `ids`.
     private func report(
-        old oldSections: [ControllerSection],
+        oldNames oldSectionNames: [String],
+        old oldSnapshot: FetchedResultsSnapshot?,
         new newSections: [ControllerSection],
         ids: [ObjectID],
         oldEntries: [ObjectID: Placed],
         newEntries: [ObjectID: Placed],
         renamed: [ObjectID: ObjectID]
     ) {
-        let oldNames = Set(oldSections.map(\.name))
+        let oldNames = Set(oldSectionNames)
         let newNames = Set(newSections.map(\.name))
         var sectionChanges: [FetchedResultsDifference.SectionChange] = []
-        for (index, section) in oldSections.enumerated().reversed() where !newNames.contains(section.name) {
-            sectionChanges.append(.init(type: .delete, index: index, name: section.name))
+        for (index, name) in oldSectionNames.enumerated().reversed() where !newNames.contains(name) {
+            sectionChanges.append(.init(type: .delete, index: index, name: name))
         }
         for (index, section) in newSections.enumerated() where !oldNames.contains(section.name) {
             sectionChanges.append(.init(type: .insert, index: index, name: section.name))
@@ -221,7 +269,7 @@ extension FetchedResultsController {
         let objectChanges = deletes + inserts + moves + updates
         guard !sectionChanges.isEmpty || !objectChanges.isEmpty else { return }
         sendSnapshot(makeSnapshot(newSections))
-        guard let delegate else { return }
+        guard let delegate, let oldSnapshot else { return }
 
         delegate.controllerWillChangeContent(self)
         for change in sectionChanges {
@@ -246,7 +294,7 @@ extension FetchedResultsController {
         delegate.controller(
             self,
             didChangeContentWith: FetchedResultsDifference(
-                old: makeSnapshot(oldSections), new: makeSnapshot(newSections), sectionChanges: sectionChanges,
+                old: oldSnapshot, new: makeSnapshot(newSections), sectionChanges: sectionChanges,
                 objectChanges: objectChanges))
     }
 }

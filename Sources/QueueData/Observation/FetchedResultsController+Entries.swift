@@ -53,9 +53,10 @@ extension FetchedResultsController {
         return try matches?(unsafeDowncast(object, to: Object.self)) ?? true
     }
 
-    /// The position of `entry` in `section` (where it is, or where it would go).
-    func position(of entry: ControllerEntry, in section: ControllerSection) -> Int? {
-        let entries = section.entries
+    /// The position of `entry` in `entries` (where it is, or where it would go).
+    ///
+    /// - Complexity: O(log *n*) comparisons.
+    func position(of entry: ControllerEntry, in entries: [ControllerEntry]) -> Int {
         var low = 0
         var high = entries.count
         while low < high {

@@ -238,8 +238,9 @@ open class FetchedResultsController<Object: ManagedObject> {
             let id = object._objectID
             if let guess = try? entry(for: object, id: id),
                 let sectionIndex = storage.firstIndex(where: { $0.name == guess.sectionName }),
-                let position = position(of: guess.entry, in: storage[sectionIndex]),
-                storage[sectionIndex].entries[position].id == id
+                case let entries = storage[sectionIndex].entries,
+                case let position = position(of: guess.entry, in: entries),
+                position < entries.count, entries[position].id == id
             {
                 return IndexPath(indexes: [sectionIndex, position])
             }

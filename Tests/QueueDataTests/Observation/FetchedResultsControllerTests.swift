@@ -344,6 +344,34 @@ struct FetchedResultsControllerTests {
         manager.close()
     }
 
+    @Test("indexPath(forObject:) is nil for an object outside the results, wherever its keys would sort")
+    func indexPathOfObjectOutside() throws {
+        let manager = LifecycleStore.memory.manager(TemporaryDirectory("frc-outside"), model: placeModel)
+        let context = try makeContext(manager, "controller")
+        try context.performAndWait {
+            func place(_ name: String, rating: Int) -> Place {
+                let place = context.insert(Place.self)
+                place.name = name
+                place.country = "Peru"
+                place.rating = rating
+                return place
+            }
+            let inside = place("Lima", rating: 1)
+            // Not matched (rating 0): one sorts after every entry of its section, one before.
+            let last = place("Zaña", rating: 0)
+            let first = place("Abancay", rating: 0)
+            try context.save()
+            let controller = FetchedResultsController(
+                fetchRequest: ControllerShape.sectionedBySort.request(), managedObjectContext: context,
+                sectionNameKeyPath: \.country)
+            try controller.performFetch()
+            #expect(controller.indexPath(forObject: inside) == IndexPath(indexes: [0, 0]))
+            #expect(controller.indexPath(forObject: last) == nil)
+            #expect(controller.indexPath(forObject: first) == nil)
+        }
+        manager.close()
+    }
+
     @Test("a 1-object change of a 20k-object controller touches that object, not the list")
     func proportionalCost() throws {
         let manager = LifecycleStore.memory.manager(TemporaryDirectory("frc-cost"), model: placeModel)
