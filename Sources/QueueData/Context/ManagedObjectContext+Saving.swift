@@ -46,8 +46,10 @@ extension ManagedObjectContext {
         }
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
         // Deny rules refusing a deletion are failures like the others: reported together.
-        let denied = try callWillSave()
-        (inserts, updates, deletes) = pendingChangeLists()
+        let (denied, changedMore) = try callWillSave(inserts, updates, deletes)
+        if changedMore {
+            (inserts, updates, deletes) = pendingChangeLists()
+        }
         // Validation may change, insert or delete other objects (a child updating its
         // parent's total): validate until nothing new appears, then save everything.
         var validated = Set<ObjectIdentifier>()
@@ -229,24 +231,42 @@ extension ManagedObjectContext {
     /// will write, then again on the objects that changed (or were inserted or deleted) during
     /// the previous round, until a round changes nothing; reports each round's changes.
     ///
-    /// - Returns: The failures of deny rules (nothing was deleted for them).
+    /// - Parameters: The objects pending when the save started (the ones the lists of
+    ///   `pendingChangeLists()` hold).
+    /// - Returns: The failures of deny rules (nothing was deleted for them), and whether the
+    ///   delete rules or `willSave()` changed, inserted or deleted anything (the pending lists
+    ///   then need building again).
     /// - Throws: ``ValidationError`` when `willSave()` still changed objects after 100 rounds.
-    private func callWillSave() throws -> [ValidationError.Failure] {
+    private func callWillSave(
+        _ inserts: [ManagedObject],
+        _ updates: [ManagedObject],
+        _ deletes: [ManagedObject]
+    ) throws -> (denied: [ValidationError.Failure], changedMore: Bool) {
         var denied = propagateDeletes()
-        processPendingChangesOnQueue()
-        let (inserts, updates, deletes) = pendingChangeLists()
-        var round = inserts + updates + deletes
+        var changedMore = !changedSinceProcessing.isEmpty
+        var lists = (inserts, updates, deletes)
+        if changedMore {
+            // Cascades deleted more objects: they get `willSave()` in the first round too.
+            processPendingChangesOnQueue()
+            lists = pendingChangeLists()
+        }
+        for objects in [lists.0, lists.1, lists.2] {
+            for object in objects where !object._state.contains(.detached) {
+                object.willSave()
+            }
+        }
         for _ in 0..<Self.willSaveRounds {
+            guard !changedSinceProcessing.isEmpty else { return (denied, changedMore) }
+            changedMore = true
+            denied = propagateDeletes()
+            let round = changedSinceProcessing
+            processPendingChangesOnQueue()
             for object in round where !object._state.contains(.detached) {
                 object.willSave()
             }
-            guard !changedSinceProcessing.isEmpty else { return denied }
-            denied = propagateDeletes()
-            round = changedSinceProcessing
-            processPendingChangesOnQueue()
         }
         throw ValidationError(
-            failures: round.map { object in
+            failures: changedSinceProcessing.map { object in
                 ValidationError.Failure(
                     objectID: object._objectID, entityName: object.entity.name, property: nil,
                     reason: "willSave() changed objects in each of \(Self.willSaveRounds) rounds: it must stop "

@@ -369,16 +369,17 @@ open class ManagedObject: Hashable {
     /// changes to objects that left their context or are deleted.
     @usableFromInline
     final func _willChangeValue(at slot: Int) {
-        if _state.contains(.constructing) {
+        let state = _state
+        if state.contains(.constructing) {
             return
         }
-        if _state.contains(.detached) {
+        if state.contains(.detached) {
             fatalError(
                 "QueueData: \(entity.name).\(entity.columnName(slot)) was set on an object that is no "
                     + "longer in its context (it was deleted and saved, deleted by another context, "
                     + "or discarded by rollback() or reset()). Fetch it again.")
         }
-        if _state.contains(.deleted) {
+        if state.contains(.deleted) {
             fatalError(
                 "QueueData: \(entity.name).\(entity.columnName(slot)) was set on a deleted object. "
                     + "Call rollback() first to undo the deletion.")
@@ -386,14 +387,16 @@ open class ManagedObject: Hashable {
         guard let context = _confinement.context else {
             _confinement._trapNotConfined(_subjectDescription)
         }
-        if !_state.contains(.inserted) && !_state.contains(.updated) {
-            _state.insert(.updated)
+        var newState = state
+        if !state.contains(.inserted) && !state.contains(.updated) {
+            newState.insert(.updated)
             context._registerUpdated(self)
         }
-        if !_state.contains(.noted) {
-            _state.insert(.noted)
+        if !state.contains(.noted) {
+            newState.insert(.noted)
             context._noteChanged(self)
         }
+        _state = newState
     }
 
     @usableFromInline
