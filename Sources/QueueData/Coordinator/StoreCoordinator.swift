@@ -72,6 +72,10 @@ final class StoreCoordinator: @unchecked Sendable {
             let migrator = migrator ?? Migrator(model: model)
             if migrator.isNeeded(for: contents) {
                 let originalHash = contents.metadata.versionHash
+                // What is migrated must first be sound under its own schema: a damaged store is
+                // refused as damaged, with the place, and the migration never meets rows it
+                // cannot read.
+                try Self.checkStored(contents)
                 let migration = try migrator.migrate(contents)
                 contents = migration.contents
                 do {
@@ -115,6 +119,24 @@ final class StoreCoordinator: @unchecked Sendable {
     /// so its files and lock are released.
     deinit {
         store?.close()
+    }
+
+    /// Checks `contents` against the schema they were written with, as an open without
+    /// migration checks them against the model.
+    private static func checkStored(_ contents: StoreContents) throws {
+        let storedModel: ManagedObjectModel
+        do {
+            storedModel = try ManagedObjectModel(entities: contents.schema)
+        } catch {
+            throw StoreError(.corrupted, "The store's schema is not a valid model: \(error)")
+        }
+        guard storedModel.versionHash == contents.metadata.versionHash else {
+            throw StoreError(
+                .corrupted,
+                "The store's versionHash (\(contents.metadata.versionHash.prefix(12))) is not the hash of its own "
+                    + "schema (\(storedModel.versionHash.prefix(12))).")
+        }
+        _ = try loadTables(contents, model: storedModel)
     }
 
     private static func loadTables(_ contents: StoreContents, model: ManagedObjectModel) throws -> [EntityTable] {
@@ -162,27 +184,51 @@ final class StoreCoordinator: @unchecked Sendable {
             var seen = Set<Int64>()
             var committed: [CommittedRow] = []
             committed.reserveCapacity(rows.count)
+            /// A refusal of `row`, with its place in the file when the store knows it.
+            func refusal(_ row: StoredRow, _ message: String) -> StoreError {
+                var error = StoreError(.corrupted, message)
+                contents.rowLocator?.locate(&error, entity.name, row.primaryKey)
+                return error
+            }
             for row in rows {
                 guard row.primaryKey > 0, row.primaryKey < Int64.max, seen.insert(row.primaryKey).inserted,
                     row.values.count == stored.columnCount
                 else {
-                    throw StoreError(
-                        .corrupted,
+                    throw refusal(
+                        row,
                         "Row \(row.primaryKey) of '\(entity.name)' is duplicated, has a non-positive key, "
                             + "or has \(row.values.count) values for \(stored.columnCount) columns.")
+                }
+                guard row.primaryKey < nextKey else {
+                    throw refusal(
+                        row,
+                        "Row \(row.primaryKey) of '\(entity.name)' has a key at or above the store's next primary key "
+                            + "(\(nextKey)): keys would be handed out twice.")
                 }
                 let values = isIdentity ? row.values : mapping.map { row.values[$0] }
                 for (value, attribute) in zip(values, entity.attributes)
                 where !value.fits(attribute.type, isOptional: attribute.isOptional) {
-                    throw StoreError(
-                        .corrupted,
+                    throw refusal(
+                        row,
                         "Row \(row.primaryKey) of '\(entity.name)' holds \(value) in '\(attribute.name)', "
                             + "which is of type \(attribute.type.rawValue).")
                 }
+                for (column, check) in entity.attributeDecodingChecks {
+                    do {
+                        try check(values[column])
+                    } catch {
+                        let attribute = entity.attributes[column]
+                        throw refusal(
+                            row,
+                            "Row \(row.primaryKey) of '\(entity.name)' holds a value in '\(attribute.name)' that does not "
+                                + "decode as its declared type \(attribute.valueTypeName ?? "(transformable)"): \(error)"
+                        )
+                    }
+                }
                 for (value, relationship) in zip(values[entity.attributes.count...], entity.relationships)
                 where !relationship.accepts(value) || RelationshipKeys.decode(value).contains(where: { $0 <= 0 }) {
-                    throw StoreError(
-                        .corrupted,
+                    throw refusal(
+                        row,
                         "Row \(row.primaryKey) of '\(entity.name)' holds \(value) in the relationship "
                             + "'\(relationship.name)', which is not a valid reference.")
                 }
@@ -190,17 +236,34 @@ final class StoreCoordinator: @unchecked Sendable {
             }
             tables.append(EntityTable(rows: committed, nextPrimaryKey: nextKey))
         }
-        try checkReferences(tables, model: model)
+        try checkReferences(tables, model: model, locator: contents.rowLocator)
         return tables
     }
 
     /// Checks that every relationship points to rows that exist and point back: a store edited
     /// by hand may not.
-    private static func checkReferences(_ tables: [EntityTable], model: ManagedObjectModel) throws {
+    private static func checkReferences(
+        _ tables: [EntityTable],
+        model: ManagedObjectModel,
+        locator: RowLocator?
+    ) throws {
         // Missing rows first (the more telling error), then one-sided references.
         for checksInverse in [false, true] {
-            try checkReferences(tables, model: model, inverses: checksInverse)
+            do {
+                try checkReferences(tables, model: model, inverses: checksInverse)
+            } catch let failure as ReferenceFailure {
+                var error = StoreError(.corrupted, failure.message)
+                locator?.locate(&error, failure.entityName, failure.primaryKey)
+                throw error
+            }
         }
+    }
+
+    /// A reference that does not hold: where, and why.
+    private struct ReferenceFailure: Error {
+        var entityName: String
+        var primaryKey: Int64
+        var message: String
     }
 
     private static func checkReferences(_ tables: [EntityTable], model: ManagedObjectModel, inverses: Bool) throws {
@@ -212,18 +275,20 @@ final class StoreCoordinator: @unchecked Sendable {
                     for key in RelationshipKeys.decode(row.values[column]) {
                         let destination = model.entities[link.destinationIndex]
                         guard let target = tables[link.destinationIndex].row(for: key) else {
-                            throw StoreError(
-                                .corrupted,
-                                "\(entity.name) \(row.primaryKey)'s relationship '\(link.relationship.name)' refers to "
+                            throw ReferenceFailure(
+                                entityName: entity.name, primaryKey: row.primaryKey,
+                                message:
+                                    "\(entity.name) \(row.primaryKey)'s relationship '\(link.relationship.name)' refers to "
                                     + "\(destination.name) \(key), which does not exist.")
                         }
                         guard
                             !inverses
                                 || RelationshipKeys.decode(target.values[link.inverseColumn]).contains(row.primaryKey)
                         else {
-                            throw StoreError(
-                                .corrupted,
-                                "\(entity.name) \(row.primaryKey)'s relationship '\(link.relationship.name)' refers to "
+                            throw ReferenceFailure(
+                                entityName: entity.name, primaryKey: row.primaryKey,
+                                message:
+                                    "\(entity.name) \(row.primaryKey)'s relationship '\(link.relationship.name)' refers to "
                                     + "\(destination.name) \(key), whose inverse '\(link.inverse.name)' does not refer back."
                             )
                         }

@@ -68,8 +68,9 @@ public struct Attribute<Value: Codable> {
         if let recorder = AttributeRecorder.current {
             recorder.record(
                 Value.self, defaultValue: Result { try Self._encodeChecked(defaultValue) }, originalName: originalName,
-                transform: transform, validate: validate, isUnique: options.contains(.unique),
-                isTransient: isTransient)
+                transform: transform, validate: validate,
+                decodingCheck: DecodingCheck { stored in _ = try Self._decodeDetached(stored) }.run,
+                isUnique: options.contains(.unique), isTransient: isTransient)
         }
         return slot
     }
@@ -291,6 +292,25 @@ extension Attribute where Value: ExpressibleByNilLiteral {
     /// - Parameter originalName: The attribute's name in stores written before it was renamed.
     public init(originalName: String? = nil) {
         self.init(wrappedValue: nil, originalName: originalName)
+    }
+}
+
+/// Whether a stored value decodes as an attribute's declared type: run when a store opens, on
+/// the thread that opens it.
+///
+/// `@unchecked Sendable`: the closure captures nothing but the attribute's value type (a
+/// metatype, immutable), and decoding a `Codable` type from bytes touches no shared state.
+/// Attributes of every type need the check, not only those whose metatype is `Sendable`.
+struct DecodingCheck: @unchecked Sendable {
+    let check: (StoredValue) throws -> Void
+
+    init(_ check: @escaping (StoredValue) throws -> Void) {
+        self.check = check
+    }
+
+    /// The check as a `@Sendable` closure.
+    var run: @Sendable (StoredValue) throws -> Void {
+        { @Sendable [self] stored in try check(stored) }
     }
 }
 

@@ -17,6 +17,9 @@ final class AttributeRecorder {
         let originalName: String?
         let transform: (@Sendable (StoredValue) throws -> StoredValue)?
         let validate: (@Sendable (StoredValue) throws -> Void)?
+        /// For a transformable attribute: throws if a stored value does not decode as the
+        /// declared type.
+        let decodingCheck: (@Sendable (StoredValue) throws -> Void)?
         let isUnique: Bool
         let isTransient: Bool
     }
@@ -52,6 +55,7 @@ final class AttributeRecorder {
         originalName: String?,
         transform: (@Sendable (StoredValue) throws -> StoredValue)?,
         validate: (@Sendable (StoredValue) throws -> Void)?,
+        decodingCheck: (@Sendable (StoredValue) throws -> Void)?,
         isUnique: Bool,
         isTransient: Bool
     ) {
@@ -68,7 +72,8 @@ final class AttributeRecorder {
             Declaration(
                 valueType: Value.self, attributeType: attributeType, isOptional: isOptional,
                 defaultValue: defaultValue, originalName: originalName, transform: transform, validate: validate,
-                isUnique: isUnique, isTransient: isTransient))
+                decodingCheck: attributeType == .transformable ? decodingCheck : nil, isUnique: isUnique,
+                isTransient: isTransient))
     }
 
     /// Runs `body` with this recorder installed on the thread.

@@ -26,6 +26,10 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     /// The validation closures of attributes, by slot (transient attributes' slots follow the
     /// row's columns).
     let attributeValidators: [Int: @Sendable (StoredValue) throws -> Void]
+    /// For transformable attributes of a subclass, by column: throws if a stored value does not
+    /// decode as the declared type (checked when a store is opened, so that a hand-edited or
+    /// damaged value is refused then instead of trapping when the attribute is read).
+    let attributeDecodingChecks: [Int: @Sendable (StoredValue) throws -> Void]
     /// The sets of attributes whose values no two objects of the entity may share (Core
     /// Data's uniqueness constraints): from `@Attribute(.unique)` and
     /// ``ManagedObject/uniquenessConstraints``.
@@ -123,6 +127,7 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         originalName: String? = nil,
         attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:],
         attributeValidators: [Int: @Sendable (StoredValue) throws -> Void] = [:],
+        attributeDecodingChecks: [Int: @Sendable (StoredValue) throws -> Void] = [:],
         uniquenessConstraints: [[String]] = []
     ) throws {
         try Self.validateName(name, entityName: name, what: "entity")
@@ -206,6 +211,7 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         self.uniquenessColumns = uniquenessColumns
         self.uniquenessConstraints = uniquenessColumns.map { $0.map { attributes[$0].name } }
         self.attributeValidators = attributeValidators
+        self.attributeDecodingChecks = attributeDecodingChecks
         self.name = name
         self.attributes = attributes
         self.transientAttributes = transientAttributes
@@ -242,7 +248,7 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
             name: name, attributes: attributes, transientAttributes: transientAttributes, relationships: relationships,
             managedObjectClass: managedObjectClass, classLineage: classLineage, originalName: originalName,
             attributeTransforms: attributeTransforms, attributeValidators: attributeValidators,
-            uniquenessConstraints: uniquenessConstraints)
+            attributeDecodingChecks: attributeDecodingChecks, uniquenessConstraints: uniquenessConstraints)
     }
 
     /// The number of slots in a row: attributes, then relationships.

@@ -99,6 +99,7 @@ enum EntityDiscovery {
         var transforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:]
         var validators: [Int: @Sendable (StoredValue) throws -> Void] = [:]
         var transientValidators: [Int: @Sendable (StoredValue) throws -> Void] = [:]
+        var decodingChecks: [Int: @Sendable (StoredValue) throws -> Void] = [:]
         var constraints: [[String]] = []
         for (name, declaration) in zip(names, declarations) {
             if declaration.isTransient {
@@ -106,6 +107,7 @@ enum EntityDiscovery {
             } else {
                 transforms[name] = declaration.transform
                 validators[attributes.count] = declaration.validate
+                decodingChecks[attributes.count] = declaration.decodingCheck
             }
             if declaration.isUnique {
                 constraints.append([name])
@@ -157,7 +159,7 @@ enum EntityDiscovery {
         return try EntityDescription(
             name: entityName, attributes: attributes, transientAttributes: transientAttributes,
             relationships: relationships, managedObjectClass: type, classLineage: lineage, originalName: originalName,
-            attributeTransforms: transforms, attributeValidators: validators,
+            attributeTransforms: transforms, attributeValidators: validators, attributeDecodingChecks: decodingChecks,
             uniquenessConstraints: constraints + type.uniquenessConstraints)
     }
 

@@ -106,7 +106,10 @@ public enum StoredValue: Sendable, Hashable {
         case (.integer(let value), .integer16): return Int16(exactly: value) != nil
         case (.integer(let value), .integer32): return Int32(exactly: value) != nil
         case (.integer, .integer64): return true
-        case (.double, .double), (.double, .float): return true
+        case (.double, .double): return true
+        // A Float attribute reads its value as a Float: a finite value beyond Float's range
+        // would read as infinity, which is not what the store holds.
+        case (.double(let value), .float): return !value.isFinite || abs(value) <= Double(Float.greatestFiniteMagnitude)
         case (.string, .string): return true
         case (.date, .date): return true
         case (.data, .binaryData): return true

@@ -63,6 +63,8 @@ public struct StoreContents: Sendable {
     public var schema: [EntityDescription]
     /// The rows of each entity, by entity name.
     public var rows: [String: [StoredRow]]
+    /// Where each row is in the store's file, for errors about it (the built-in file stores).
+    var rowLocator: RowLocator?
 
     /// Creates store contents.
     public init(metadata: StoreMetadata, schema: [EntityDescription], rows: [String: [StoredRow]]) {

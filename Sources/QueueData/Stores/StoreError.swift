@@ -45,6 +45,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var url: URL?
     /// The byte offset of the problem in `url`, for corruption.
     public var offset: Int64?
+    /// For a text file (the JSON store's document): the line of ``offset``, counted from 1.
+    public var line: Int?
+    /// For a text file: the column of ``offset`` on its ``line``, in bytes, counted from 1.
+    public var column: Int?
     /// The underlying error, if any.
     public var underlyingError: (any Error)?
 
@@ -63,12 +67,32 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         self.underlyingError = underlyingError
     }
 
-    /// `StoreError(code): message (path, offset)`.
+    /// Sets ``offset``, and ``line`` and ``column`` for a text file, from an offset in `bytes`
+    /// (the file's contents).
+    mutating func locate(_ offset: Int, inText bytes: UnsafeRawBufferPointer) {
+        let clamped = Swift.max(0, Swift.min(offset, bytes.count))
+        self.offset = Int64(clamped)
+        var line = 1
+        var lineStart = 0
+        for index in 0..<clamped where bytes[index] == 0x0A {
+            line += 1
+            lineStart = index + 1
+        }
+        self.line = line
+        self.column = clamped - lineStart + 1
+    }
+
+    /// `StoreError(code): message [path at line L, column C (offset O)]`.
     public var description: String {
         var text = "StoreError(\(code)): \(message)"
         if let url {
             text += " [\(url.path)"
-            if let offset {
+            if let line, let column {
+                text += " at line \(line), column \(column)"
+                if let offset {
+                    text += " (offset \(offset))"
+                }
+            } else if let offset {
                 text += " at offset \(offset)"
             }
             text += "]"

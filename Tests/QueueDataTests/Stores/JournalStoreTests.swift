@@ -119,8 +119,10 @@ struct JournalStoreTests {
     func foreignFiles() throws {
         let directory = TemporaryDirectory("journal-foreign")
         let valid = try makeJournal(directory)
-        var newer = valid
-        newer[8] = 3  // major version 3
+        // A file of a newer format has a valid header checksum: a flipped version bit does not.
+        var newerHeader = try valid.withUnsafeBytes { try JournalFormat.decodeHeader($0) }
+        newerHeader.majorVersion = 3
+        let newer = newerHeader.encoded() + valid[JournalFormat.headerSize...]
         var damaged = valid
         damaged[20] ^= 0xFF  // inside the store identifier: only the header checksum notices
         let cases: [(String, [UInt8], StoreError.Code)] = [

@@ -11,6 +11,8 @@ enum JSONDocumentReader {
         var metadata: StoreMetadata
         var schema: [EntityDescription]
         var rows: [String: [StoredRow]]
+        /// The byte offset of each row of `rows`, in the same order.
+        var rowOffsets: [String: [Int]]
     }
 
     enum Problem: Error {
@@ -42,18 +44,26 @@ enum JSONDocumentReader {
             throw Problem.notAStoreDocument("the file is not a JSON object")
         }
         var format: String?
-        var version: Int?
-        var metadata: (identifier: UUID, hash: String, keys: [String: Int64], steps: [String])?
+        var version: Int64?
+        var versionOffset = 0
+        var metadata: Metadata?
         var schema: [EntityDescription]?
+        var schemaOffset = 0
         var rowsRange: Range<Int>?
-        var rows: [String: [StoredRow]] = [:]
+        var rows = Rows()
         var rowsParsed = false
         try scanner.forEachMember { scanner, key in
             switch key {
             case "format": format = try scanner.string()
-            case "version": version = Int(try scanner.integer())
+            case "version":
+                scanner.skipWhitespace()
+                versionOffset = scanner.position
+                version = try scanner.integer()
             case "metadata": metadata = try readMetadata(&scanner)
-            case "schema": schema = try readSchema(&scanner)
+            case "schema":
+                scanner.skipWhitespace()
+                schemaOffset = scanner.position
+                schema = try readSchema(&scanner)
             case "rows":
                 // Parsed in place when the schema came first (as QueueData writes it); kept for
                 // later otherwise.
@@ -73,7 +83,11 @@ enum JSONDocumentReader {
                 format.map { "its format is '\($0)'" } ?? "it has no \"format\": \"\(JSONDocumentWriter.formatName)\"")
         }
         guard let version else { throw Problem.malformed("the document has no version", offset: 0) }
-        guard version <= JSONDocumentWriter.formatVersion else { throw Problem.newerVersion(version) }
+        guard version >= 1 else {
+            throw Problem.malformed(
+                "the format version \(version) does not exist (versions start at 1)", offset: versionOffset)
+        }
+        guard version <= JSONDocumentWriter.formatVersion else { throw Problem.newerVersion(Int(version)) }
         guard let metadata else { throw Problem.malformed("the document has no metadata", offset: 0) }
         guard let schema else { throw Problem.malformed("the document has no schema", offset: 0) }
         if let rowsRange, !rowsParsed {
@@ -81,19 +95,88 @@ enum JSONDocumentReader {
             rowScanner.position = rowsRange.lowerBound
             rows = try readRows(&rowScanner, schema: schema)
         }
+        try check(metadata, schema: schema, schemaOffset: schemaOffset, rows: rows)
         return Document(
-            formatVersion: version,
+            formatVersion: Int(version),
             metadata: StoreMetadata(
-                storeIdentifier: metadata.identifier, versionHash: metadata.hash, nextPrimaryKeys: metadata.keys,
-                appliedMigrationSteps: metadata.steps),
-            schema: schema, rows: rows)
+                storeIdentifier: metadata.identifier, versionHash: metadata.hash,
+                nextPrimaryKeys: metadata.keys.mapValues(\.value), appliedMigrationSteps: metadata.steps),
+            schema: schema, rows: rows.rows, rowOffsets: rows.offsets)
     }
 
-    private static func readMetadata(_ scanner: inout JSONScanner) throws -> (UUID, String, [String: Int64], [String]) {
+    /// The metadata as read, with the offsets of what is checked against the rest.
+    private struct Metadata {
+        var identifier: UUID
+        var hash: String
+        var hashOffset: Int
+        var keys: [String: (value: Int64, offset: Int)]
+        var steps: [String]
+    }
+
+    /// The rows of each entity, and the offset of each row.
+    private struct Rows {
+        var rows: [String: [StoredRow]] = [:]
+        var offsets: [String: [Int]] = [:]
+    }
+
+    /// Checks what ties the parts of the document together: the version hash is the schema's,
+    /// each primary key counter is at least 1 and lies above every key of its entity's rows,
+    /// and no entity has two rows with one key. (A counter may name an entity the schema no
+    /// longer has: migrations keep the counters of removed entities, so that an entity that
+    /// comes back never reuses its old keys.)
+    private static func check(_ metadata: Metadata, schema: [EntityDescription], schemaOffset: Int, rows: Rows) throws {
+        let model: ManagedObjectModel
+        do {
+            model = try ManagedObjectModel(entities: schema)
+        } catch {
+            throw Problem.malformed("the schema is not a valid model: \(error)", offset: schemaOffset)
+        }
+        guard model.versionHash == metadata.hash else {
+            throw Problem.malformed(
+                "the versionHash \(metadata.hash.prefix(16)) is not the hash of the document's schema "
+                    + "(\(model.versionHash.prefix(16))); the schema or the hash was edited",
+                offset: metadata.hashOffset)
+        }
+        for (entityName, counter) in metadata.keys {
+            guard counter.value >= 1, counter.value < Int64.max else {
+                throw Problem.malformed(
+                    "the next primary key of '\(entityName)' is \(counter.value); it must be at least 1",
+                    offset: counter.offset)
+            }
+        }
+        for (entityName, entityRows) in rows.rows {
+            let offsets = rows.offsets[entityName] ?? []
+            // QueueData writes rows in ascending order: then no key repeats, and no set is needed.
+            var largest: Int64 = 0
+            var ascending = true
+            for row in entityRows {
+                ascending = ascending && row.primaryKey > largest
+                largest = max(largest, row.primaryKey)
+            }
+            if !ascending {
+                var seen = Set<Int64>(minimumCapacity: entityRows.count)
+                for (index, row) in entityRows.enumerated() where !seen.insert(row.primaryKey).inserted {
+                    throw Problem.malformed(
+                        "two rows of '\(entityName)' have the id \(row.primaryKey)", offset: offsets[index])
+                }
+            }
+            let next = metadata.keys[entityName]
+            guard largest < (next?.value ?? 1) else {
+                throw Problem.malformed(
+                    "the next primary key of '\(entityName)' is \(next.map { "\($0.value)" } ?? "missing (1)"), "
+                        + "but a row has the id \(largest): keys would be handed out twice",
+                    offset: next?.offset ?? offsets[entityRows.firstIndex { $0.primaryKey == largest }!])
+            }
+        }
+    }
+
+    private static func readMetadata(_ scanner: inout JSONScanner) throws -> Metadata {
+        scanner.skipWhitespace()
         let start = scanner.position
         var identifier: UUID?
         var hash: String?
-        var keys: [String: Int64] = [:]
+        var hashOffset = start
+        var keys: [String: (value: Int64, offset: Int)] = [:]
         var steps: [String] = []
         try scanner.forEachMember { scanner, key in
             switch key {
@@ -104,10 +187,14 @@ enum JSONDocumentReader {
                 }
                 identifier = uuid
             case "versionHash":
+                scanner.skipWhitespace()
+                hashOffset = scanner.position
                 hash = try scanner.string()
             case "nextPrimaryKeys":
                 try scanner.forEachMember { scanner, entity in
-                    keys[entity] = try scanner.integer()
+                    scanner.skipWhitespace()
+                    let offset = scanner.position
+                    keys[entity] = (try scanner.integer(), offset)
                 }
             case "appliedMigrationSteps":
                 try scanner.forEachElement { scanner in
@@ -120,12 +207,13 @@ enum JSONDocumentReader {
         guard let identifier, let hash else {
             throw scanner.failure("the metadata needs a storeIdentifier and a versionHash", at: start)
         }
-        return (identifier, hash, keys, steps)
+        return Metadata(identifier: identifier, hash: hash, hashOffset: hashOffset, keys: keys, steps: steps)
     }
 
     private static func readSchema(_ scanner: inout JSONScanner) throws -> [EntityDescription] {
         var entities: [EntityDescription] = []
         try scanner.forEachElement { scanner in
+            scanner.skipWhitespace()
             let start = scanner.position
             var name: String?
             var originalName: String?
@@ -147,6 +235,9 @@ enum JSONDocumentReader {
                 }
             }
             guard let name else { throw scanner.failure("an entity has no name", at: start) }
+            guard !entities.contains(where: { $0.name == name }) else {
+                throw scanner.failure("the schema has two entities named '\(name)'", at: start)
+            }
             do {
                 entities.append(
                     try EntityDescription(
@@ -237,19 +328,19 @@ enum JSONDocumentReader {
             originalName: originalName)
     }
 
-    private static func readRows(_ scanner: inout JSONScanner, schema: [EntityDescription]) throws -> [String:
-        [StoredRow]]
-    {
+    private static func readRows(_ scanner: inout JSONScanner, schema: [EntityDescription]) throws -> Rows {
         let entities = Dictionary(schema.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        var rows: [String: [StoredRow]] = [:]
+        var rows = Rows()
         try scanner.forEachMember { scanner, entityName in
             guard let entity = entities[entityName] else {
                 throw scanner.failure("rows of '\(entityName)', which is not in the schema")
             }
             var entityRows: [StoredRow] = []
+            var entityOffsets: [Int] = []
             let names = (entity.attributes.map(\.name) + entity.relationships.map(\.name)).map { Array($0.utf8) }
             let idKey = Array("id".utf8)
             try scanner.forEachElement { scanner in
+                scanner.skipWhitespace()
                 let start = scanner.position
                 var primaryKey: Int64?
                 var values = entity.defaultRow
@@ -261,10 +352,12 @@ enum JSONDocumentReader {
                         // Keys compared as bytes; rows usually list attributes in schema order.
                         func member(_ key: UnsafeRawBufferPointer, _ scanner: inout JSONScanner) throws {
                             if key.elementsEqual(idKey) {
-                                guard primaryKey == nil else { throw scanner.failure("a row has two ids") }
+                                guard primaryKey == nil else { throw scanner.failure("a row lists its id twice") }
                                 let position = scanner.position
                                 let id = try scanner.integer()
-                                guard id > 0 else { throw scanner.failure("row ids must be positive", at: position) }
+                                guard id > 0, id < Int64.max else {
+                                    throw scanner.failure("row ids must be positive and below 2^63 - 1", at: position)
+                                }
                                 primaryKey = id
                                 return
                             }
@@ -304,8 +397,10 @@ enum JSONDocumentReader {
                 }
                 guard let primaryKey else { throw scanner.failure("a row of '\(entityName)' has no id", at: start) }
                 entityRows.append(StoredRow(primaryKey: primaryKey, values: values))
+                entityOffsets.append(start)
             }
-            rows[entityName] = entityRows
+            rows.rows[entityName] = entityRows
+            rows.offsets[entityName] = entityOffsets
         }
         return rows
     }

@@ -155,15 +155,14 @@ public final class JSONFileStore: PersistentStore {
                 "The JSON store was written by a newer version of QueueData (format version \(version); this "
                     + "version reads \(JSONDocumentWriter.formatVersion)). Open it with that version.", url: url)
         } catch .malformed(let message, let offset) {
-            throw StoreError(
-                .corrupted, "The JSON store is damaged: \(message). The file was left untouched.", url: url,
-                offset: Int64(offset))
+            var error = StoreError(
+                .corrupted, "The JSON store is damaged: \(message). The file was left untouched.", url: url)
+            bytes.withUnsafeBytes { error.locate(offset, inText: $0) }
+            throw error
         }
-        guard (try? ManagedObjectModel(entities: document.schema).versionHash) == document.metadata.versionHash else {
-            throw StoreError(
-                .corrupted, "The JSON store's versionHash does not match its own schema.", url: url)
-        }
-        return StoreContents(metadata: document.metadata, schema: document.schema, rows: document.rows)
+        var contents = StoreContents(metadata: document.metadata, schema: document.schema, rows: document.rows)
+        contents.rowLocator = .text(bytes: bytes, rows: document.rows, offsets: document.rowOffsets)
+        return contents
     }
 
     /// What the document holds (or the seed it would copy in), read without taking the lock or

@@ -63,15 +63,25 @@ struct JSONScanner {
 
     // MARK: Objects and arrays
 
-    /// Calls `body` for each member of an object, with the key's raw bytes (unescaped keys
-    /// only need no copy) and the scanner positioned at the value.
+    /// Calls `body` for each member of an object, with its key and the scanner positioned at
+    /// the value.
+    ///
+    /// A key that appears twice is an error at the second one: a reader that let the last one
+    /// win would open a document with an extra `"rows": {}` as empty, and the next save would
+    /// write it so.
     mutating func forEachMember(_ body: (inout JSONScanner, String) throws -> Void) throws {
         try expect(UInt8(ascii: "{"))
         if try consume(UInt8(ascii: "}")) {
             return
         }
+        var keys = Set<String>()
         while true {
+            skipWhitespace()
+            let keyOffset = position
             let key = try string()
+            guard keys.insert(key).inserted else {
+                throw failure("the member \"\(key)\" appears twice in one object", at: keyOffset)
+            }
             try expect(UInt8(ascii: ":"))
             try body(&self, key)
             if try consume(UInt8(ascii: ",")) {
@@ -223,6 +233,11 @@ struct JSONScanner {
         let range = try numberRange()
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
         guard let value = Double(text) else { throw failure("'\(text)' is not a number", at: range.lowerBound) }
+        // A number too large for a Double parses as infinity: the format spells infinities as
+        // strings, so such a number is out of range, not infinite.
+        guard value.isFinite else {
+            throw failure("'\(text)' is out of the range of a 64-bit floating-point number", at: range.lowerBound)
+        }
         return value
     }
 

@@ -16,6 +16,10 @@ enum JournalFormat {
     /// The largest payload a record may declare: larger lengths are corruption, never an
     /// allocation.
     static let maximumPayloadSize = 1 << 30
+    /// The largest base sequence number a header may carry. Sequence numbers start at 1 and
+    /// grow by one per save: a journal never comes near 2^62, and below it neither replaying a
+    /// file (at most one record per 24 bytes) nor any number of later saves can overflow.
+    static let maximumBaseSequence: UInt64 = 1 << 62
 
     /// The file header.
     struct Header: Equatable {
@@ -58,6 +62,12 @@ enum JournalFormat {
         guard bytes.count >= headerSize else {
             throw .damaged("the header is truncated (\(bytes.count) of \(headerSize) bytes)")
         }
+        // The checksum first: a flipped bit in the version is damage, not a newer format.
+        let stored = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: headerSize - 4, as: UInt32.self))
+        let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(headerSize - 4)]))
+        guard CRC32C.unmask(stored) == computed else {
+            throw .damaged("the header checksum does not match")
+        }
         var reader = BinaryReader(UnsafeRawBufferPointer(rebasing: bytes[0..<headerSize]))
         do {
             _ = try reader.readBytes(magic.count)
@@ -66,16 +76,13 @@ enum JournalFormat {
             guard major <= majorVersion else {
                 throw HeaderProblem.newerVersion(major, minor)
             }
+            guard major >= 1 else {
+                throw HeaderProblem.damaged("the format version 0.\(minor) does not exist")
+            }
             _ = try reader.readUInt32()
             let identifier = try reader.readUUID()
             let epoch = try reader.readUInt64()
             let base = try reader.readUInt64()
-            _ = try reader.readBytes(12)
-            let stored = try reader.readUInt32()
-            let computed = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<(headerSize - 4)]))
-            guard CRC32C.unmask(stored) == computed else {
-                throw HeaderProblem.damaged("the header checksum does not match")
-            }
             return Header(
                 majorVersion: major, minorVersion: minor, storeIdentifier: identifier, epoch: epoch, baseSequence: base)
         } catch let problem as HeaderProblem {

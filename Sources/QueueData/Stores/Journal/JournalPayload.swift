@@ -154,7 +154,10 @@ enum JournalPayload {
         var nextPrimaryKeys: [String: Int64] = [:]
         for _ in 0..<keyCount {
             let entityName = try reader.readString()
-            nextPrimaryKeys[entityName] = try reader.readSignedVarint()
+            // A counter may name an entity the schema no longer has (migrations keep them).
+            guard nextPrimaryKeys.updateValue(try reader.readSignedVarint(), forKey: entityName) == nil else {
+                throw reader.error("two primary key counters name '\(entityName)'")
+            }
         }
         var rows: [[Int64: [StoredValue]]] = []
         for entity in schema {
@@ -319,23 +322,25 @@ enum JournalPayload {
     }
 
     /// Applies an encoded change set to `rows` (the rows of each entity of `schema`).
+    ///
+    /// - Parameter onRow: Called with the entity index and primary key of each row inserted or
+    ///   updated (to find which record last wrote a row).
     static func applyChanges(
         _ reader: inout BinaryReader,
         schema: [EntityDescription],
         to rows: inout [[Int64: [StoredValue]]],
-        nextPrimaryKeys: inout [String: Int64]
+        nextPrimaryKeys: inout [String: Int64],
+        onRow: ((Int, Int64) -> Void)? = nil
     ) throws {
         let entityCount = try reader.readCount(minimumElementSize: 4, "entity change")
         for _ in 0..<entityCount {
-            let index = Int(try reader.readVarint())
-            guard index < schema.count else {
-                throw reader.error("entity index \(index) is out of range")
-            }
+            let index = try readIndex(&reader, below: schema.count, "entity index")
             let attributeCount = schema[index].columnCount
             let insertCount = try reader.readCount(minimumElementSize: 1 + attributeCount, "insert")
             for _ in 0..<insertCount {
                 let primaryKey = try readPrimaryKey(&reader)
                 rows[index][primaryKey] = try readValues(&reader, count: attributeCount)
+                onRow?(index, primaryKey)
             }
             let updateCount = try reader.readCount(minimumElementSize: 2, "update")
             for _ in 0..<updateCount {
@@ -346,13 +351,11 @@ enum JournalPayload {
                         "an update of row \(primaryKey) of '\(schema[index].name)', which does not exist")
                 }
                 for _ in 0..<changedCount {
-                    let attribute = Int(try reader.readVarint())
-                    guard attribute < attributeCount else {
-                        throw reader.error("attribute index \(attribute) is out of range")
-                    }
+                    let attribute = try readIndex(&reader, below: attributeCount, "attribute index")
                     values[attribute] = try reader.readValue()
                 }
                 rows[index][primaryKey] = values
+                onRow?(index, primaryKey)
             }
             let deleteCount = try reader.readCount(minimumElementSize: 1, "delete")
             for _ in 0..<deleteCount {
@@ -362,15 +365,21 @@ enum JournalPayload {
         }
         let keyCount = try reader.readCount(minimumElementSize: 2, "primary key counter")
         for _ in 0..<keyCount {
-            let index = Int(try reader.readVarint())
-            guard index < schema.count else {
-                throw reader.error("entity index \(index) is out of range")
-            }
+            let index = try readIndex(&reader, below: schema.count, "entity index")
             nextPrimaryKeys[schema[index].name] = try reader.readSignedVarint()
         }
         guard reader.isAtEnd else {
             throw reader.error("the change set has \(reader.remaining) unexpected trailing bytes")
         }
+    }
+
+    /// An index below `count`, checked before it becomes an `Int` (a varint may not fit one).
+    private static func readIndex(_ reader: inout BinaryReader, below count: Int, _ what: String) throws -> Int {
+        let value = try reader.readVarint()
+        guard value < UInt64(count) else {
+            throw reader.error("\(what) \(value) is out of range (\(count))")
+        }
+        return Int(value)
     }
 
     private static func readPrimaryKey(_ reader: inout BinaryReader) throws -> Int64 {

@@ -219,15 +219,37 @@ public final class JournalStore: PersistentStore {
             // file, torn tail set aside then) or refuses it. Nothing is written until then.
             tornTail = seedAwaitingMigration ? nil : parsed.tornOffset.map { ($0, Array(bytes[$0...])) }
         }
-        return contents(of: parsed.snapshot)
+        return Self.contents(of: parsed.snapshot, bytes: bytes, url: url)
     }
 
-    private func contents(of snapshot: JournalPayload.Snapshot) -> StoreContents {
+    /// The contents of a parsed journal, `bytes`, whose rows the contents locate by the record
+    /// that last wrote them.
+    static func contents(of snapshot: JournalPayload.Snapshot, bytes: [UInt8], url: URL?) -> StoreContents {
         var rows: [String: [StoredRow]] = [:]
         for (index, entity) in snapshot.schema.enumerated() {
             rows[entity.name] = snapshot.rows[index].map { StoredRow(primaryKey: $0.key, values: $0.value) }
         }
-        return StoreContents(metadata: snapshot.metadata, schema: snapshot.schema, rows: rows)
+        var contents = StoreContents(metadata: snapshot.metadata, schema: snapshot.schema, rows: rows)
+        let entityIndexes = Dictionary(
+            snapshot.schema.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        contents.rowLocator = RowLocator { error, entityName, primaryKey in
+            // Only when there is an error to report: replay the journal again, noting the
+            // last record that wrote the row.
+            guard let wanted = entityIndexes[entityName] else { return }
+            var found: Int?
+            _ = try? bytes.withUnsafeBytes { buffer in
+                try parse(buffer, url: url) { entityIndex, key, recordOffset in
+                    if entityIndex == wanted && key == primaryKey {
+                        found = recordOffset
+                    }
+                }
+            }
+            if let found {
+                error.offset = Int64(found)
+                error.message += " The row was last written by the record at offset \(found)."
+            }
+        }
+        return contents
     }
 
     /// What the journal holds (or the seed it would copy in), read without taking the lock or
@@ -249,11 +271,11 @@ public final class JournalStore: PersistentStore {
         } catch {
             throw files.ioError(error, "read the journal \(path)")
         }
-        return contents(of: try bytes.withUnsafeBytes { try parse($0) }.snapshot)
+        return Self.contents(of: try bytes.withUnsafeBytes { try parse($0) }.snapshot, bytes: bytes, url: url)
     }
 
     /// What a journal holds, and where its valid prefix ends.
-    private struct Parsed {
+    struct Parsed {
         var header: JournalFormat.Header
         var snapshot: JournalPayload.Snapshot
         var validLength: Int
@@ -264,6 +286,24 @@ public final class JournalStore: PersistentStore {
     }
 
     private func parse(_ bytes: UnsafeRawBufferPointer) throws -> Parsed {
+        try Self.parse(bytes, url: url)
+    }
+
+    /// Parses a journal's bytes: its header, snapshot and every intact record of its valid
+    /// prefix, replayed.
+    ///
+    /// - Parameters:
+    ///   - url: The file, for errors.
+    ///   - onRow: Called with the entity index, primary key and record offset of each row the
+    ///     snapshot holds or a record inserts or updates, in file order (to find which record
+    ///     last wrote a row).
+    /// - Throws: ``StoreError`` (`.unsupportedFormat`, `.corrupted`), never a trap, whatever the
+    ///   bytes.
+    static func parse(
+        _ bytes: UnsafeRawBufferPointer,
+        url: URL?,
+        onRow: ((Int, Int64, Int) -> Void)? = nil
+    ) throws -> Parsed {
         let header: JournalFormat.Header
         do {
             header = try JournalFormat.decodeHeader(bytes)
@@ -281,6 +321,13 @@ public final class JournalStore: PersistentStore {
             throw StoreError(.corrupted, "The journal header is damaged: \(reason).", url: url, offset: 0)
         }
 
+        guard header.baseSequence < JournalFormat.maximumBaseSequence else {
+            throw StoreError(
+                .corrupted,
+                "The journal header's base sequence number \(header.baseSequence) is beyond any a journal reaches "
+                    + "(\(JournalFormat.maximumBaseSequence)); the header is damaged. The file was left untouched.",
+                url: url, offset: 0)
+        }
         var offset = JournalFormat.headerSize
         var expected = header.baseSequence
         var snapshot: JournalPayload.Snapshot?
@@ -310,22 +357,33 @@ public final class JournalStore: PersistentStore {
                     }
                     // Take the rows out, so that applying the changes does not copy them.
                     snapshot = nil
+                    let recordOffset = offset
                     try JournalPayload.applyChanges(
                         &reader, schema: current.schema, to: &current.rows,
-                        nextPrimaryKeys: &current.metadata.nextPrimaryKeys)
+                        nextPrimaryKeys: &current.metadata.nextPrimaryKeys,
+                        onRow: onRow.map { onRow in { onRow($0, $1, recordOffset) } })
                     snapshot = current
                 } else {
                     guard record.type == .snapshot else {
                         throw reader.error("the first record is not a snapshot")
                     }
-                    snapshot = try JournalPayload.decodeSnapshot(&reader, major: header.majorVersion)
+                    let decoded = try JournalPayload.decodeSnapshot(&reader, major: header.majorVersion)
+                    snapshot = decoded
                     snapshotBytes = record.payload.count
+                    if let onRow {
+                        for (entityIndex, rows) in decoded.rows.enumerated() {
+                            for primaryKey in rows.keys {
+                                onRow(entityIndex, primaryKey, offset)
+                            }
+                        }
+                    }
                 }
             } catch let error as BinaryDecodingError {
                 throw StoreError(
                     .corrupted, "The journal's record \(expected) is malformed: \(error.message).", url: url,
                     offset: error.offset)
             }
+            // Cannot overflow: the base is below 2^62, and there is at most one record per 24 bytes.
             expected += 1
             offset = record.end
         }
@@ -348,7 +406,7 @@ public final class JournalStore: PersistentStore {
 
     /// The offset of the first intact record of this file after `offset`, whatever its
     /// sequence number.
-    private func firstValidRecord(after offset: Int, in bytes: UnsafeRawBufferPointer, epoch: UInt64) -> Int? {
+    private static func firstValidRecord(after offset: Int, in bytes: UnsafeRawBufferPointer, epoch: UInt64) -> Int? {
         var candidate = offset + 1
         while candidate + JournalFormat.recordHeaderSize <= bytes.count {
             if JournalFormat.record(at: candidate, in: bytes, epoch: epoch) != nil {

@@ -1,0 +1,24 @@
+import Foundation
+
+/// Finds where a row of a store's contents lies in its file, so that a refusal of the row by
+/// the checks at open (a value of the wrong type, a dangling reference, a transformable value
+/// that does not decode) says where to look.
+///
+/// The built-in file stores set one on the contents they return; a custom store's contents
+/// have none, and its refusals name the entity and the row only.
+struct RowLocator: Sendable {
+    /// Sets the place of the row with `primaryKey` of the entity named `entityName` on `error`:
+    /// its offset, and its line and column in a text file.
+    let locate: @Sendable (_ error: inout StoreError, _ entityName: String, _ primaryKey: Int64) -> Void
+
+    /// A locator for a text document: each row's byte offset, found by its primary key among
+    /// `rows` (only when there is an error to report).
+    static func text(bytes: [UInt8], rows: [String: [StoredRow]], offsets: [String: [Int]]) -> RowLocator {
+        RowLocator { error, entityName, primaryKey in
+            guard let index = rows[entityName]?.firstIndex(where: { $0.primaryKey == primaryKey }),
+                let offset = offsets[entityName]?[index]
+            else { return }
+            bytes.withUnsafeBytes { error.locate(offset, inText: $0) }
+        }
+    }
+}
