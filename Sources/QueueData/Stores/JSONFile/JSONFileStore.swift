@@ -83,7 +83,7 @@ public final class JSONFileStore: PersistentStore {
             if !files.exists {
                 if let seedStoreURL {
                     let bytes = try files.seedBytes(seedStoreURL)
-                    let seed = try decode(bytes)
+                    let seed = try Self.decode(bytes, url: url)
                     if seed.metadata.versionHash != model.versionHash {
                         // A seed of another model is not copied in: migrating writes the result
                         // as the store, refusing leaves nothing behind.
@@ -138,11 +138,14 @@ public final class JSONFileStore: PersistentStore {
         } catch {
             throw files.ioError(error, "read the JSON store \(path)")
         }
-        return try decode(bytes)
+        return try Self.decode(bytes, url: url)
     }
 
-    /// The contents of a JSON store document.
-    private func decode(_ bytes: [UInt8]) throws -> StoreContents {
+    /// The contents of a JSON store document, `bytes`, read from `url`.
+    ///
+    /// - Throws: ``StoreError`` (`.unsupportedFormat`, `.corrupted` with its line and column),
+    ///   never a trap, whatever the bytes.
+    static func decode(_ bytes: [UInt8], url: URL?) throws -> StoreContents {
         let document: JSONDocumentReader.Document
         do {
             document = try Self.read(bytes)

@@ -640,6 +640,22 @@ public final class JournalStore: PersistentStore {
             forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
     }
 
+    /// The bytes of a journal file of one snapshot record of `contents` (rows in ascending key
+    /// order, as a snapshot requires).
+    static func snapshotFileBytes(_ contents: StoreContents) -> [UInt8] {
+        let rows = contents.schema.map { entity in
+            (contents.rows[entity.name] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+        }
+        return snapshotFile(
+            metadata: contents.metadata, schema: contents.schema, sequence: 1, rowCount: { rows[$0].count },
+            forEachRow: { index, body in
+                for row in rows[index] {
+                    body(row.primaryKey, row.values)
+                }
+            }
+        ).bytes
+    }
+
     /// A journal file of one snapshot record with `sequence`, in a header with a new epoch:
     /// major version 2 if the snapshot has a migration section, otherwise 1.
     private static func snapshotFile(
