@@ -142,6 +142,11 @@ extension ManagedObjectContext {
     }
 
     /// Calls `body` with each match in insertion order until it returns `false`.
+    ///
+    /// An entity whose rows an index can narrow (a top-level `kp == value` or
+    /// `values.contains(kp)` on an indexed attribute, see ``IndexTerm``) is not scanned: the
+    /// rows the index names, and the registered objects whose unsaved value is one of the values,
+    /// are matched in key order — the same matches, in the same order, as a scan.
     func forEachCandidate<Result>(
         _ request: FetchRequest<Result>,
         _ body: (Candidate) throws -> Bool
@@ -149,13 +154,36 @@ extension ManagedObjectContext {
         let entityIndexes = self.fetchedEntityIndexes(for: request)
         let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
         let predicate = request.predicate.map(matcher(for:))
+        let terms = usesIndexes ? request.predicate.map(IndexTerm.terms(of:)) ?? [] : []
         for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
             let registered = registry[entityIndex]
             // Unregistered rows are matched through one reusable object, so rows that do not
             // match never allocate anything.
             var scratch: ManagedObject?
-            func matchesCommitted(_ row: CommittedRow) throws -> Bool {
+            // The first evaluations learn which of the terms' key paths are attributes.
+            var unlearned = terms.filter {
+                attributeSlots[AttributeSlotKey(entityIndex: entityIndex, keyPath: $0.keyPath)] == nil
+            }
+            var learningTries = unlearned.isEmpty ? 0 : 4
+            func evaluate(_ object: ManagedObject) throws -> Bool {
                 guard let predicate else { return true }
+                let typed = unsafeDowncast(object, to: Result.self)
+                guard learningTries > 0 else { return try predicate(typed) }
+                learningTries -= 1
+                let recorder = AttributeReadRecorder()
+                let matches = try recorder.recording { try predicate(typed) }
+                unlearned.removeAll { term in
+                    guard let slot = recorder.slot(of: term.keyPath, on: object) else { return false }
+                    attributeSlots[AttributeSlotKey(entityIndex: entityIndex, keyPath: term.keyPath)] = slot
+                    return true
+                }
+                if unlearned.isEmpty {
+                    learningTries = 0
+                }
+                return matches
+            }
+            func matchesCommitted(_ row: CommittedRow) throws -> Bool {
+                guard predicate != nil else { return true }
                 let probe: ManagedObject
                 if let scratch {
                     scratch._load(row.values)
@@ -165,15 +193,15 @@ extension ManagedObjectContext {
                     probe = makeObject(entityIndex: entityIndex, row: row)
                     scratch = probe
                 }
-                return try predicate(unsafeDowncast(probe, to: Result.self))
+                return try evaluate(probe)
             }
             var keepGoing = true
-            try snapshot.forEachLiveRow { row in
+            func visit(_ row: CommittedRow) throws {
                 guard keepGoing else { return }
                 if let object = registered[row.primaryKey] {
                     if request.includesPendingChanges {
                         guard !object._state.contains(.deleted) else { return }
-                        if try predicate?(unsafeDowncast(object, to: Result.self)) ?? true {
+                        if try evaluate(object) {
                             keepGoing = try body(.object(object))
                         }
                     } else if try matchesCommitted(row) {
@@ -182,6 +210,16 @@ extension ManagedObjectContext {
                 } else if try matchesCommitted(row) {
                     keepGoing = try body(.row(entityIndex: entityIndex, row: row))
                 }
+            }
+            if let keys = indexedKeys(terms, entityIndex: entityIndex, snapshot: snapshot, request: request) {
+                for key in keys {
+                    guard keepGoing else { break }
+                    if let row = snapshot.row(for: key) {
+                        try visit(row)
+                    }
+                }
+            } else {
+                try snapshot.forEachLiveRow(visit)
             }
             guard keepGoing else { return }
         }
@@ -193,6 +231,41 @@ extension ManagedObjectContext {
                 guard try body(.object(object)) else { return }
             }
         }
+    }
+
+    /// The primary keys, ascending, of every committed row of the entity that can match
+    /// `terms` (rows the index names for one term's values, and registered objects whose
+    /// unsaved value is one of them), or `nil` when no term has an index to answer it.
+    ///
+    /// - Complexity: O(*k* log *k*) for *k* keys found, plus a pass over the context's registered
+    ///   objects of the entity when the request includes pending changes.
+    private func indexedKeys<Result>(
+        _ terms: [IndexTerm],
+        entityIndex: Int,
+        snapshot: TableSnapshot,
+        request: FetchRequest<Result>
+    ) -> [Int64]? {
+        let attributes = model.entities[entityIndex].attributes
+        for term in terms {
+            guard let values = term.values,
+                let slot = attributeSlots[AttributeSlotKey(entityIndex: entityIndex, keyPath: term.keyPath)],
+                slot < attributes.count, let index = snapshot.index(of: slot),
+                values.allSatisfy({ IndexTerm.fits($0, attributes[slot]) })
+            else { continue }
+            var keys = Set<Int64>()
+            for value in values {
+                keys.formUnion(index.lookUp(value))
+            }
+            if request.includesPendingChanges {
+                // Unsaved values (and merges not yet taken) are in the objects, not the index.
+                for (key, object) in registry[entityIndex]
+                where values.contains(object._values[slot]) {
+                    keys.insert(key)
+                }
+            }
+            return keys.sorted()
+        }
+        return nil
     }
 
     /// How a fetch matches objects against `predicate`: compiled to a closure when every node of

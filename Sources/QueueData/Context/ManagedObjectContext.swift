@@ -50,6 +50,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Whether fetches compile their predicates (see ``CompiledPredicate``); tests turn it off
     /// to compare with Foundation's evaluation.
     var compilesPredicates = true
+    /// Whether fetches use the attribute indexes (tests turn it off to compare with a scan).
+    var usesIndexes = true
+    /// The key paths fetches found to be attributes, with their slots, by entity (see
+    /// ``AttributeReadRecorder``).
+    var attributeSlots: [AttributeSlotKey: Int] = [:]
     var mergePolicyValue: MergePolicy = .error
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`

@@ -23,10 +23,35 @@ struct EntityTable: Sendable {
     private var storedCount = 0
     /// The next primary key to hand out.
     var nextPrimaryKey: Int64 = 1
+    /// The indexes of the entity's indexed columns, following every change of the live rows.
+    private(set) var indexes: [ColumnIndex] = []
 
     /// The rows as they are now, unaffected by later commits.
     var snapshot: TableSnapshot {
-        TableSnapshot(chunks: chunks, liveCount: liveCount)
+        TableSnapshot(chunks: chunks, liveCount: liveCount, indexes: indexes, storedCount: storedCount)
+    }
+
+    /// Starts indexing `columns` (of the rows already in the table too).
+    mutating func index(columns: [Int]) {
+        indexes = columns.map(ColumnIndex.init(column:))
+        guard !indexes.isEmpty else { return }
+        for chunk in chunks {
+            for row in chunk where !row.isDeleted {
+                addToIndexes(row)
+            }
+        }
+    }
+
+    private mutating func addToIndexes(_ row: CommittedRow) {
+        for position in indexes.indices {
+            indexes[position].insert(row.values[indexes[position].column], row.primaryKey)
+        }
+    }
+
+    private mutating func removeFromIndexes(_ row: CommittedRow) {
+        for position in indexes.indices {
+            indexes[position].remove(row.values[indexes[position].column], row.primaryKey)
+        }
     }
 
     /// The live row with `primaryKey`, if any.
@@ -46,6 +71,9 @@ struct EntityTable: Sendable {
         chunks[chunks.count - 1].append(row)
         storedCount += 1
         liveCount += 1
+        if !indexes.isEmpty && !row.isDeleted {
+            addToIndexes(row)
+        }
         nextPrimaryKey = Swift.max(nextPrimaryKey, row.primaryKey + 1)
     }
 
@@ -53,6 +81,10 @@ struct EntityTable: Sendable {
     mutating func replace(with row: CommittedRow) {
         guard let position = position(of: row.primaryKey), !self[position].isDeleted else {
             preconditionFailure("QueueData: no committed row \(row.primaryKey) to replace")
+        }
+        if !indexes.isEmpty {
+            removeFromIndexes(self[position])
+            addToIndexes(row)
         }
         self[position] = row
     }
@@ -69,6 +101,9 @@ struct EntityTable: Sendable {
                 primaryKey: primaryKey, version: Swift.max(-self[position].version, versionAtLeast) + 1, values: values)
             self[position] = row
             liveCount += 1
+            if !indexes.isEmpty {
+                addToIndexes(row)
+            }
             return row
         }
         let row = CommittedRow(primaryKey: primaryKey, version: versionAtLeast + 1, values: values)
@@ -78,7 +113,9 @@ struct EntityTable: Sendable {
             // Its tombstone was compacted away: rebuild with the row in its place (rare).
             var rows = chunks.joined().filter { !$0.isDeleted }
             rows.append(row)
+            let columns = indexes.map(\.column)
             self = EntityTable(rows: rows, nextPrimaryKey: nextPrimaryKey)
+            index(columns: columns)
         }
         return row
     }
@@ -87,6 +124,9 @@ struct EntityTable: Sendable {
     @discardableResult
     mutating func remove(_ primaryKey: Int64) -> Bool {
         guard let position = position(of: primaryKey), !self[position].isDeleted else { return false }
+        if !indexes.isEmpty {
+            removeFromIndexes(self[position])
+        }
         self[position] = CommittedRow(primaryKey: primaryKey, version: -self[position].version, values: [])
         liveCount -= 1
         compactIfNeeded()
@@ -132,11 +172,14 @@ struct EntityTable: Sendable {
         guard tombstones >= Self.chunkCapacity, tombstones > liveCount else { return }
         let live = chunks.joined().filter { !$0.isDeleted }
         let next = nextPrimaryKey
+        let indexes = self.indexes
         self = EntityTable()
         for row in live {
             append(row)
         }
         nextPrimaryKey = next
+        // The live rows are the same: so are their indexes.
+        self.indexes = indexes
     }
 }
 
@@ -144,8 +187,36 @@ struct EntityTable: Sendable {
 struct TableSnapshot: Sendable {
     let chunks: [[CommittedRow]]
     let liveCount: Int
+    /// The indexes of the entity's indexed columns, for these rows.
+    var indexes: [ColumnIndex] = []
+    /// The number of rows in `chunks`, tombstones included.
+    var storedCount = 0
 
     static let empty = TableSnapshot(chunks: [], liveCount: 0)
+
+    /// The index of `column`, if it is indexed.
+    func index(of column: Int) -> ColumnIndex? {
+        indexes.first { $0.column == column }
+    }
+
+    /// The live row with `primaryKey`, if any: a binary search (chunks are full but the last,
+    /// and keys ascend).
+    func row(for primaryKey: Int64) -> CommittedRow? {
+        var low = 0
+        var high = storedCount
+        while low < high {
+            let middle = (low + high) / 2
+            let row = chunks[middle / EntityTable.chunkCapacity][middle % EntityTable.chunkCapacity]
+            if row.primaryKey == primaryKey {
+                return row.isDeleted ? nil : row
+            } else if row.primaryKey < primaryKey {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        return nil
+    }
 
     /// Calls `body` with every live row, in primary-key order.
     @inline(__always)

@@ -159,7 +159,9 @@ final class StoreCoordinator: @unchecked Sendable {
                 guard rows.isEmpty else {
                     throw StoreError(.corrupted, "The store has rows of '\(entity.name)' but no schema for it.")
                 }
-                tables.append(EntityTable(rows: [], nextPrimaryKey: nextKey))
+                var table = EntityTable(rows: [], nextPrimaryKey: nextKey)
+                table.index(columns: entity.indexedColumns)
+                tables.append(table)
                 continue
             }
             // Map the stored column order onto the model's: the hash ignores order.
@@ -234,7 +236,9 @@ final class StoreCoordinator: @unchecked Sendable {
                 }
                 committed.append(CommittedRow(primaryKey: row.primaryKey, version: 1, values: values))
             }
-            tables.append(EntityTable(rows: committed, nextPrimaryKey: nextKey))
+            var table = EntityTable(rows: committed, nextPrimaryKey: nextKey)
+            table.index(columns: entity.indexedColumns)
+            tables.append(table)
         }
         try checkReferences(tables, model: model, locator: contents.rowLocator)
         return tables

@@ -21,6 +21,7 @@ final class AttributeRecorder {
         /// declared type.
         let decodingCheck: (@Sendable (StoredValue) throws -> Void)?
         let isUnique: Bool
+        let isIndexed: Bool
         let isTransient: Bool
     }
 
@@ -57,6 +58,7 @@ final class AttributeRecorder {
         validate: (@Sendable (StoredValue) throws -> Void)?,
         decodingCheck: (@Sendable (StoredValue) throws -> Void)?,
         isUnique: Bool,
+        isIndexed: Bool,
         isTransient: Bool
     ) {
         let attributeType: AttributeType
@@ -73,7 +75,7 @@ final class AttributeRecorder {
                 valueType: Value.self, attributeType: attributeType, isOptional: isOptional,
                 defaultValue: defaultValue, originalName: originalName, transform: transform, validate: validate,
                 decodingCheck: attributeType == .transformable ? decodingCheck : nil, isUnique: isUnique,
-                isTransient: isTransient))
+                isIndexed: isIndexed, isTransient: isTransient))
     }
 
     /// Runs `body` with this recorder installed on the thread.

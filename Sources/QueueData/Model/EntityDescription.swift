@@ -30,6 +30,9 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     /// decode as the declared type (checked when a store is opened, so that a hand-edited or
     /// damaged value is refused then instead of trapping when the attribute is read).
     let attributeDecodingChecks: [Int: @Sendable (StoredValue) throws -> Void]
+    /// The columns whose committed values the coordinator indexes: attributes declared
+    /// ``AttributeOptions/indexed``, and every attribute that is unique on its own.
+    let indexedColumns: [Int]
     /// The sets of attributes whose values no two objects of the entity may share (Core
     /// Data's uniqueness constraints): from `@Attribute(.unique)` and
     /// ``ManagedObject/uniquenessConstraints``.
@@ -128,7 +131,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue] = [:],
         attributeValidators: [Int: @Sendable (StoredValue) throws -> Void] = [:],
         attributeDecodingChecks: [Int: @Sendable (StoredValue) throws -> Void] = [:],
-        uniquenessConstraints: [[String]] = []
+        uniquenessConstraints: [[String]] = [],
+        indexedAttributes: [String] = []
     ) throws {
         try Self.validateName(name, entityName: name, what: "entity")
         var indexes: [String: Int] = [:]
@@ -212,6 +216,30 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         self.uniquenessConstraints = uniquenessColumns.map { $0.map { attributes[$0].name } }
         self.attributeValidators = attributeValidators
         self.attributeDecodingChecks = attributeDecodingChecks
+        var indexedColumns: [Int] = []
+        for attributeName in indexedAttributes {
+            guard let column = indexes[attributeName] else {
+                throw ModelError(
+                    .unsupportedDeclaration,
+                    "'\(name).\(attributeName)' is declared indexed but is not "
+                        + (transientSlots[attributeName] == nil
+                            ? "one of its attributes."
+                            : "a stored attribute: a transient attribute cannot be indexed."),
+                    entityName: name, attributeName: attributeName)
+            }
+            guard attributes[column].type != .transformable else {
+                throw ModelError(
+                    .unsupportedDeclaration,
+                    "'\(name).\(attributeName)' is declared indexed but is transformable: its values are compared by "
+                        + "their Codable type's ==, which an index of stored values cannot follow.",
+                    entityName: name, attributeName: attributeName)
+            }
+            indexedColumns.append(column)
+        }
+        for columns in uniquenessColumns where columns.count == 1 && attributes[columns[0]].type != .transformable {
+            indexedColumns.append(columns[0])
+        }
+        self.indexedColumns = Array(Set(indexedColumns)).sorted()
         self.name = name
         self.attributes = attributes
         self.transientAttributes = transientAttributes
@@ -248,7 +276,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
             name: name, attributes: attributes, transientAttributes: transientAttributes, relationships: relationships,
             managedObjectClass: managedObjectClass, classLineage: classLineage, originalName: originalName,
             attributeTransforms: attributeTransforms, attributeValidators: attributeValidators,
-            attributeDecodingChecks: attributeDecodingChecks, uniquenessConstraints: uniquenessConstraints)
+            attributeDecodingChecks: attributeDecodingChecks, uniquenessConstraints: uniquenessConstraints,
+            indexedAttributes: indexedColumns.map { attributes[$0].name })
     }
 
     /// The number of slots in a row: attributes, then relationships.

@@ -101,6 +101,7 @@ enum EntityDiscovery {
         var transientValidators: [Int: @Sendable (StoredValue) throws -> Void] = [:]
         var decodingChecks: [Int: @Sendable (StoredValue) throws -> Void] = [:]
         var constraints: [[String]] = []
+        var indexed: [String] = []
         for (name, declaration) in zip(names, declarations) {
             if declaration.isTransient {
                 transientValidators[transientAttributes.count] = declaration.validate
@@ -111,6 +112,9 @@ enum EntityDiscovery {
             }
             if declaration.isUnique {
                 constraints.append([name])
+            }
+            if declaration.isIndexed {
+                indexed.append(name)
             }
             let defaultValue: StoredValue
             switch declaration.defaultValue {
@@ -160,7 +164,7 @@ enum EntityDiscovery {
             name: entityName, attributes: attributes, transientAttributes: transientAttributes,
             relationships: relationships, managedObjectClass: type, classLineage: lineage, originalName: originalName,
             attributeTransforms: transforms, attributeValidators: validators, attributeDecodingChecks: decodingChecks,
-            uniquenessConstraints: constraints + type.uniquenessConstraints)
+            uniquenessConstraints: constraints + type.uniquenessConstraints, indexedAttributes: indexed)
     }
 
     /// The construction of discovery prototypes: an empty entity and a confinement that no
