@@ -4,7 +4,7 @@
 //
 // `--only` runs the groups whose name contains one of the NAMEs (`--only goals`: the groups
 // of the P1–P10 table). Groups: memory, attribute, insert, fetch, filter, journal, json,
-// savers, migration, graph, fanout, unique, conflict, merge, throughput, observation.
+// savers, migration, graph, fanout, unique, conflict, merge, throughput, observation, index.
 //
 // Every figure is a median of several runs, and is reported as a ratio against a baseline
 // measured in the same process: absolute times drift on shared machines, ratios much less.
@@ -563,6 +563,13 @@ if shouldRun("throughput") {
 
 if shouldRun("observation") {
     results += try observationMeasurements(records, repetitions: repetitions)
+}
+
+// MARK: P11 — fetch one object by an indexed key
+
+if shouldRun("index") {
+    results += try indexMeasurements(
+        sizes: quick ? [10_000] : [100_000, 1_000_000], lookups: quick ? 200 : 1_000, repetitions: repetitions)
 }
 
 printTable(results)

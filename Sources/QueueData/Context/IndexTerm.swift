@@ -9,11 +9,6 @@ struct IndexTerm {
     /// `==` the stored form does not follow (a custom `AttributeValue`, a decimal, a URL).
     let values: [StoredValue]?
 
-    /// The terms of `predicate`.
-    static func terms<Object>(of predicate: Predicate<Object>) -> [IndexTerm] {
-        (predicate.expression as? any IndexTermExpression)?.indexTerms(root: predicate.variable.key) ?? []
-    }
-
     /// The stored form of a constant, for the value types whose `==` is the stored form's:
     /// strings, integers, Booleans, floating-point numbers, dates, data, UUIDs, and `nil`.
     static func storedValue(ofConstant value: Any) -> StoredValue? {
@@ -46,11 +41,6 @@ struct IndexTerm {
         default: return false
         }
     }
-}
-
-/// A predicate expression that may hold index terms.
-protocol IndexTermExpression {
-    func indexTerms(root: PredicateExpressions.VariableID) -> [IndexTerm]
 }
 
 /// A key path read on the predicate's variable.
@@ -87,14 +77,18 @@ extension PredicateExpressions.NilLiteral: ConstantExpression {
     var constant: Any { Optional<Int>.none as Any }
 }
 
-extension PredicateExpressions.Conjunction: IndexTermExpression {
+// The nodes that hold terms; they are compilable only when their operands are, so a term is
+// only ever used with a compiled predicate.
+
+extension PredicateExpressions.Conjunction
+where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
     func indexTerms(root: PredicateExpressions.VariableID) -> [IndexTerm] {
-        ((lhs as? any IndexTermExpression)?.indexTerms(root: root) ?? [])
-            + ((rhs as? any IndexTermExpression)?.indexTerms(root: root) ?? [])
+        lhs.indexTerms(root: root) + rhs.indexTerms(root: root)
     }
 }
 
-extension PredicateExpressions.Equal: IndexTermExpression {
+extension PredicateExpressions.Equal
+where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
     func indexTerms(root: PredicateExpressions.VariableID) -> [IndexTerm] {
         for (side, other) in [(lhs as Any, rhs as Any), (rhs as Any, lhs as Any)] {
             if let keyPath = (side as? any RootKeyPathExpression)?.keyPath(ofRoot: root),
@@ -109,7 +103,8 @@ extension PredicateExpressions.Equal: IndexTermExpression {
     }
 }
 
-extension PredicateExpressions.SequenceContains: IndexTermExpression {
+extension PredicateExpressions.SequenceContains
+where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
     func indexTerms(root: PredicateExpressions.VariableID) -> [IndexTerm] {
         guard let keyPath = (element as? any RootKeyPathExpression)?.keyPath(ofRoot: root),
             let constants = (sequence as? any ConstantExpression)?.constant as? any Sequence

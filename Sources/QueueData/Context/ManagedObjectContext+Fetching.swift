@@ -153,8 +153,9 @@ extension ManagedObjectContext {
     ) throws {
         let entityIndexes = self.fetchedEntityIndexes(for: request)
         let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
-        let predicate = request.predicate.map(matcher(for:))
-        let terms = usesIndexes ? request.predicate.map(IndexTerm.terms(of:)) ?? [] : []
+        let compiled = request.predicate.flatMap { compilesPredicates ? CompiledPredicate($0) : nil }
+        let predicate = compiled?.matches ?? request.predicate?.evaluate
+        let terms = usesIndexes ? compiled?.indexTerms ?? [] : []
         for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
             let registered = registry[entityIndex]
             // Unregistered rows are matched through one reusable object, so rows that do not
@@ -258,9 +259,12 @@ extension ManagedObjectContext {
             }
             if request.includesPendingChanges {
                 // Unsaved values (and merges not yet taken) are in the objects, not the index.
-                for (key, object) in registry[entityIndex]
-                where values.contains(object._values[slot]) {
-                    keys.insert(key)
+                for (key, object) in registry[entityIndex] {
+                    let value = object._values + slot
+                    for candidate in values where candidate == value.pointee {
+                        keys.insert(key)
+                        break
+                    }
                 }
             }
             return keys.sorted()

@@ -1,0 +1,160 @@
+import CSQLite
+import Dispatch
+import Foundation
+import QueueData
+
+/// A record looked up by its indexed code, and the same without the index.
+final class IndexedRecord: ManagedObject {
+    @Attribute(.indexed) var code: String = ""
+    @Attribute var name: String = ""
+    @Attribute var age: Int = 0
+    @Attribute var score: Double = 0
+    @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
+}
+
+/// An in-memory store of ``IndexedRecord``s.
+private struct IndexedStore: ContextManagerDelegate {
+    var managedObjectModel: ManagedObjectModel { ManagedObjectModel([IndexedRecord.self]) }
+    var persistentStoreName: String { "Indexed" }
+    var persistentStoreType: StoreType { .inMemory }
+}
+
+/// The code of record `id`: `SKU-` and 8 digits.
+private func indexedCode(_ id: Int64) -> String {
+    let digits = String(id)
+    return "SKU-" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+}
+
+/// P11: fetching one object by an indexed key, at each of `sizes`, against SQLite with an
+/// index on the same column; and a predicate on an unindexed attribute (a scan), to show
+/// what the index saves.
+func indexMeasurements(sizes: [Int], lookups: Int, repetitions: Int) throws -> [Measurement] {
+    var results: [Measurement] = []
+    for size in sizes {
+        let values = makeRecords(size)
+        let manager = ContextManager(delegate: IndexedStore())
+        defer { manager.close() }
+        let loader = try manager.createContext()
+        try loader.performAndWait {
+            for value in values {
+                let record = loader.insert(IndexedRecord.self)
+                record.code = indexedCode(value.id)
+                record.name = value.name
+                record.age = value.age
+                record.score = value.score
+                record.created = value.created
+            }
+            try loader.save()
+            loader.reset()
+        }
+        // The same keys in both, spread over the store.
+        var generator = SystemRandomNumberGenerator()
+        let keys = (0..<lookups).map { _ in values[Int.random(in: 0..<size, using: &generator)].id }
+
+        let context = try manager.createContext()
+        // The context's first fetch by the key path learns that it is the attribute.
+        try context.performAndWait {
+            let first = indexedCode(keys[0])
+            let found = try context.fetch(FetchRequest<IndexedRecord>(predicate: #Predicate { $0.code == first }))
+            precondition(found.count == 1)
+            context.reset()
+        }
+        let subject = try context.performAndWait {
+            try medianSeconds(repetitions: repetitions) {
+                for key in keys {
+                    let code = indexedCode(key)
+                    let found = try context.fetch(
+                        FetchRequest<IndexedRecord>(predicate: #Predicate { $0.code == code }))
+                    precondition(found.count == 1 && found[0].code == code, "no record \(code)")
+                    blackHole(found[0].score)
+                }
+                context.reset()
+            } / Double(lookups)
+        }
+        // The unindexed attribute `name` is not unique: a scan finds every record of that name.
+        let scanName = values[0].name
+        let scan = try context.performAndWait {
+            try medianSeconds(repetitions: max(1, repetitions / 2)) {
+                let found = try context.fetch(
+                    FetchRequest<IndexedRecord>(predicate: #Predicate { $0.name == scanName }))
+                precondition(!found.isEmpty)
+                context.reset()
+            }
+        }
+
+        let sqlite = IndexedSQLite(values, codes: values.map { indexedCode($0.id) })
+        let baseline =
+            medianSeconds(repetitions: repetitions) {
+                for key in keys {
+                    let found = sqlite.record(code: indexedCode(key))
+                    precondition(found?.id == key, "SQLite found no record \(key)")
+                    blackHole(found!.score)
+                }
+            } / Double(lookups)
+
+        results.append(
+            Measurement(
+                workload: "P11 fetch one object by an indexed code, \(size) in store", subject: subject,
+                baseline: baseline, baselineName: "SQLite :memory: with an index, one row by code", unit: "µs",
+                goal: 1.0,
+                note: String(
+                    format: "%d lookups per run; a predicate on an unindexed attribute (a scan of every row): %.1f ms",
+                    lookups, scan * 1e3),
+                otherBaselines: [Baseline(name: "the same fetch as a scan (unindexed name)", value: scan)]))
+    }
+    return results
+}
+
+/// SQLite's side of P11: the records with their codes in an in-memory table, the code indexed.
+private final class IndexedSQLite {
+    private var db: OpaquePointer?
+    private var lookup: OpaquePointer?
+
+    init(_ records: [RecordValue], codes: [String]) {
+        guard sqlite3_open(":memory:", &db) == SQLITE_OK else { fatalError("sqlite3_open failed") }
+        execute(
+            "CREATE TABLE record (id INTEGER PRIMARY KEY, code TEXT NOT NULL, name TEXT NOT NULL, age INTEGER NOT NULL, "
+                + "score REAL NOT NULL, created REAL NOT NULL)")
+        execute("BEGIN")
+        var insert: OpaquePointer?
+        sqlite3_prepare_v2(
+            db, "INSERT INTO record (id, code, name, age, score, created) VALUES (?, ?, ?, ?, ?, ?)", -1, &insert, nil)
+        for (record, code) in zip(records, codes) {
+            sqlite3_bind_int64(insert, 1, record.id)
+            sqlite3_bind_text(insert, 2, code, -1, csqlite_transient())
+            sqlite3_bind_text(insert, 3, record.name, -1, csqlite_transient())
+            sqlite3_bind_int64(insert, 4, Int64(record.age))
+            sqlite3_bind_double(insert, 5, record.score)
+            sqlite3_bind_double(insert, 6, record.created.timeIntervalSinceReferenceDate)
+            guard sqlite3_step(insert) == SQLITE_DONE else { fatalError("insert failed") }
+            sqlite3_reset(insert)
+        }
+        sqlite3_finalize(insert)
+        execute("COMMIT")
+        execute("CREATE INDEX record_code ON record (code)")
+        sqlite3_prepare_v2(
+            db, "SELECT id, name, age, score, created FROM record WHERE code = ?", -1, &lookup, nil)
+    }
+
+    deinit {
+        sqlite3_finalize(lookup)
+        sqlite3_close(db)
+    }
+
+    private func execute(_ sql: String) {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            fatalError("SQLite: \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    /// The record with `code`, read into a value (as a fetch makes an object of it).
+    func record(code: String) -> RecordValue? {
+        sqlite3_bind_text(lookup, 1, code, -1, csqlite_transient())
+        defer { sqlite3_reset(lookup) }
+        guard sqlite3_step(lookup) == SQLITE_ROW else { return nil }
+        return RecordValue(
+            id: sqlite3_column_int64(lookup, 0), name: String(cString: sqlite3_column_text(lookup, 1)),
+            age: Int(sqlite3_column_int64(lookup, 2)), score: sqlite3_column_double(lookup, 3),
+            created: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(lookup, 4)))
+    }
+}
