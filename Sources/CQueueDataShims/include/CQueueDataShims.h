@@ -19,8 +19,6 @@ extern _Thread_local intptr_t qd_tls_relationship_slot;
 extern _Thread_local intptr_t qd_tls_transient_slot;
 /// The recorder collecting attribute declarations while a model discovers a class.
 extern _Thread_local void *_Nullable qd_tls_attribute_recorder;
-/// The recorder of attribute reads while a fetch learns which key paths are attributes.
-extern _Thread_local void *_Nullable qd_tls_read_recorder;
 
 static inline const void *_Nullable qd_confinement_current(void) {
     return qd_tls_confinement;
@@ -80,14 +78,6 @@ static inline void *_Nullable qd_attribute_recorder_get(void) {
 
 static inline void qd_attribute_recorder_set(void *_Nullable recorder) {
     qd_tls_attribute_recorder = recorder;
-}
-
-static inline void *_Nullable qd_read_recorder_get(void) {
-    return qd_tls_read_recorder;
-}
-
-static inline void qd_read_recorder_set(void *_Nullable recorder) {
-    qd_tls_read_recorder = recorder;
 }
 
 #endif

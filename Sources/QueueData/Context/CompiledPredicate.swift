@@ -16,8 +16,6 @@ import Foundation
 struct CompiledPredicate<Object> {
     /// Whether `object` matches.
     let matches: (Object) throws -> Bool
-    /// The requirements an index can answer (see ``IndexTerm``).
-    let indexTerms: [IndexTerm]
 
     /// Compiles `predicate`, or returns `nil` when one of its nodes is not compiled.
     init?(_ predicate: Predicate<Object>) {
@@ -28,7 +26,6 @@ struct CompiledPredicate<Object> {
             var frame = PredicateFrame(root: object)
             return try evaluate(&frame)
         }
-        indexTerms = expression.indexTerms(root: predicate.variable.key)
     }
 }
 
@@ -58,13 +55,6 @@ struct PredicateCompiler<Root> {
 protocol CompilablePredicateExpression<Output>: PredicateExpression {
     /// The node as a closure, or `nil` if it (or a node below it) cannot be compiled.
     func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>?
-    /// The requirements of this node an index can answer, when the node is the predicate or an
-    /// operand of its top-level `&&` (see ``IndexTerm``).
-    func indexTerms(root: PredicateExpressions.VariableID) -> [IndexTerm]
-}
-
-extension CompilablePredicateExpression {
-    func indexTerms(root: PredicateExpressions.VariableID) -> [IndexTerm] { [] }
 }
 
 // MARK: Leaves

@@ -37,6 +37,11 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// fetches. A plain `fetch` returns every object whatever it says (enumerate with
     /// ``ManagedObjectContext/enumerate(_:batchSize:_:)`` for batches).
     public var fetchBatchSize: Int = 0
+    /// A requirement on one stored attribute, by name, besides ``predicate``: its value must be
+    /// one of a list. Answered from the attribute's index when it is indexed
+    /// (``AttributeOptions/indexed``) or unique, without scanning the entity's rows. Set it with
+    /// ``init(where:equals:predicate:sortBy:)`` or ``init(where:in:predicate:sortBy:)``.
+    public var attributeConstraint: AttributeConstraint?
 
     /// Creates a fetch request.
     public init(
@@ -54,6 +59,44 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
         self.includesPendingChanges = includesPendingChanges
         self.includesSubentities = includesSubentities
         self.entityName = nil
+    }
+
+    /// Creates a fetch request for the objects whose attribute `attributeName` equals `value`
+    /// (and that match `predicate`, if any): Core Data's `NSPredicate(format: "code == %@")`.
+    ///
+    /// ```swift
+    /// let request = FetchRequest<Destination>(where: "code", equals: "LIS")
+    /// ```
+    ///
+    /// When the attribute is indexed or unique, the fetch looks the value up in the index
+    /// instead of evaluating every row. Values are compared in their stored form, which for
+    /// `String`, the integer types, `Bool`, `Double`, `Float`, `Date`, `Data`, `UUID` and their
+    /// optionals is the type's `==` (`nil` matches objects whose attribute is `nil`).
+    public init<Value: AttributeValue>(
+        where attributeName: String,
+        equals value: Value,
+        predicate: Predicate<Result>? = nil,
+        sortBy sortDescriptors: [SortDescriptor<Result>] = []
+    ) {
+        self.init(where: attributeName, in: [value], predicate: predicate, sortBy: sortDescriptors)
+    }
+
+    /// Creates a fetch request for the objects whose attribute `attributeName` equals one of
+    /// `values` (and that match `predicate`, if any): Core Data's
+    /// `NSPredicate(format: "code IN %@")`. See ``init(where:equals:predicate:sortBy:)``.
+    public init<Value: AttributeValue>(
+        where attributeName: String,
+        in values: [Value],
+        predicate: Predicate<Result>? = nil,
+        sortBy sortDescriptors: [SortDescriptor<Result>] = []
+    ) {
+        self.init(predicate: predicate, sortBy: sortDescriptors)
+        var stored: [StoredValue] = []
+        stored.reserveCapacity(values.count)
+        for value in values {
+            stored.append(value.storedValue)
+        }
+        attributeConstraint = AttributeConstraint(attributeName: attributeName, values: stored)
     }
 
     /// Creates a fetch request for the entity named `entityName`.

@@ -57,7 +57,7 @@ extension ManagedObjectContext {
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
         checkConfined()
         return try confinement.withMarkedBlock {
-            if request.predicate == nil {
+            if request.predicate == nil && request.attributeConstraint == nil {
                 return try countWithoutPredicate(request)
             }
             var count = 0
@@ -143,48 +143,39 @@ extension ManagedObjectContext {
 
     /// Calls `body` with each match in insertion order until it returns `false`.
     ///
-    /// An entity whose rows an index can narrow (a top-level `kp == value` or
-    /// `values.contains(kp)` on an indexed attribute, see ``IndexTerm``) is not scanned: the
-    /// rows the index names, and the registered objects whose unsaved value is one of the values,
-    /// are matched in key order — the same matches, in the same order, as a scan.
+    /// With an ``FetchRequest/attributeConstraint`` on an indexed attribute, an entity is not
+    /// scanned: the rows the index names, and the registered objects whose unsaved value
+    /// satisfies the constraint, are matched in key order — the same matches, in the same order,
+    /// as a scan.
     func forEachCandidate<Result>(
         _ request: FetchRequest<Result>,
         _ body: (Candidate) throws -> Bool
     ) throws {
         let entityIndexes = self.fetchedEntityIndexes(for: request)
         let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
-        let compiled = request.predicate.flatMap { compilesPredicates ? CompiledPredicate($0) : nil }
-        let predicate = compiled?.matches ?? request.predicate?.evaluate
-        let terms = usesIndexes ? compiled?.indexTerms ?? [] : []
+        let predicate = request.predicate.map(matcher(for:))
+        let constraint = request.attributeConstraint
         for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
             let registered = registry[entityIndex]
+            let slot = constraint?.slot(in: model.entities[entityIndex])
+            /// Whether `object`, as it is now, matches.
+            func matches(_ object: ManagedObject) throws -> Bool {
+                if let constraint, let slot, !constraint.isSatisfied(by: object._values + slot) {
+                    return false
+                }
+                return try predicate?(unsafeDowncast(object, to: Result.self)) ?? true
+            }
             // Unregistered rows are matched through one reusable object, so rows that do not
             // match never allocate anything.
             var scratch: ManagedObject?
-            // The first evaluations learn which of the terms' key paths are attributes.
-            var unlearned = terms.filter {
-                attributeSlots[AttributeSlotKey(entityIndex: entityIndex, keyPath: $0.keyPath)] == nil
-            }
-            var learningTries = unlearned.isEmpty ? 0 : 4
-            func evaluate(_ object: ManagedObject) throws -> Bool {
-                guard let predicate else { return true }
-                let typed = unsafeDowncast(object, to: Result.self)
-                guard learningTries > 0 else { return try predicate(typed) }
-                learningTries -= 1
-                let recorder = AttributeReadRecorder()
-                let matches = try recorder.recording { try predicate(typed) }
-                unlearned.removeAll { term in
-                    guard let slot = recorder.slot(of: term.keyPath, on: object) else { return false }
-                    attributeSlots[AttributeSlotKey(entityIndex: entityIndex, keyPath: term.keyPath)] = slot
-                    return true
-                }
-                if unlearned.isEmpty {
-                    learningTries = 0
-                }
-                return matches
-            }
             func matchesCommitted(_ row: CommittedRow) throws -> Bool {
-                guard predicate != nil else { return true }
+                if let constraint, let slot {
+                    let satisfied = row.values.withUnsafeBufferPointer {
+                        constraint.isSatisfied(by: $0.baseAddress! + slot)
+                    }
+                    guard satisfied else { return false }
+                }
+                guard let predicate else { return true }
                 let probe: ManagedObject
                 if let scratch {
                     scratch._load(row.values)
@@ -194,15 +185,16 @@ extension ManagedObjectContext {
                     probe = makeObject(entityIndex: entityIndex, row: row)
                     scratch = probe
                 }
-                return try evaluate(probe)
+                return try predicate(unsafeDowncast(probe, to: Result.self))
             }
             var keepGoing = true
             func visit(_ row: CommittedRow) throws {
                 guard keepGoing else { return }
+                rowsExamined &+= 1
                 if let object = registered[row.primaryKey] {
                     if request.includesPendingChanges {
                         guard !object._state.contains(.deleted) else { return }
-                        if try evaluate(object) {
+                        if try matches(object) {
                             keepGoing = try body(.object(object))
                         }
                     } else if try matchesCommitted(row) {
@@ -212,8 +204,18 @@ extension ManagedObjectContext {
                     keepGoing = try body(.row(entityIndex: entityIndex, row: row))
                 }
             }
-            if let keys = indexedKeys(terms, entityIndex: entityIndex, snapshot: snapshot, request: request) {
-                for key in keys {
+            if usesIndexes, let constraint, let slot, let index = snapshot.index(of: slot) {
+                var keys = Set<Int64>()
+                for value in constraint.values {
+                    keys.formUnion(index.lookUp(value))
+                }
+                if request.includesPendingChanges {
+                    // Unsaved values (and merges not yet taken) are in the objects, not the index.
+                    for (key, object) in registered where constraint.isSatisfied(by: object._values + slot) {
+                        keys.insert(key)
+                    }
+                }
+                for key in keys.sorted() {
                     guard keepGoing else { break }
                     if let row = snapshot.row(for: key) {
                         try visit(row)
@@ -227,49 +229,16 @@ extension ManagedObjectContext {
         guard request.includesPendingChanges else { return }
         let entitySet = Set(entityIndexes)
         for object in pendingInserts where Self.isPendingInsert(object) {
-            guard entitySet.contains(object._objectID.key.entityIndex!) else { continue }
+            guard let entityIndex = object._objectID.key.entityIndex, entitySet.contains(entityIndex) else { continue }
+            if let constraint,
+                !constraint.isSatisfied(by: object._values + constraint.slot(in: model.entities[entityIndex]))
+            {
+                continue
+            }
             if try predicate?(unsafeDowncast(object, to: Result.self)) ?? true {
                 guard try body(.object(object)) else { return }
             }
         }
-    }
-
-    /// The primary keys, ascending, of every committed row of the entity that can match
-    /// `terms` (rows the index names for one term's values, and registered objects whose
-    /// unsaved value is one of them), or `nil` when no term has an index to answer it.
-    ///
-    /// - Complexity: O(*k* log *k*) for *k* keys found, plus a pass over the context's registered
-    ///   objects of the entity when the request includes pending changes.
-    private func indexedKeys<Result>(
-        _ terms: [IndexTerm],
-        entityIndex: Int,
-        snapshot: TableSnapshot,
-        request: FetchRequest<Result>
-    ) -> [Int64]? {
-        let attributes = model.entities[entityIndex].attributes
-        for term in terms {
-            guard let values = term.values,
-                let slot = attributeSlots[AttributeSlotKey(entityIndex: entityIndex, keyPath: term.keyPath)],
-                slot < attributes.count, let index = snapshot.index(of: slot),
-                values.allSatisfy({ IndexTerm.fits($0, attributes[slot]) })
-            else { continue }
-            var keys = Set<Int64>()
-            for value in values {
-                keys.formUnion(index.lookUp(value))
-            }
-            if request.includesPendingChanges {
-                // Unsaved values (and merges not yet taken) are in the objects, not the index.
-                for (key, object) in registry[entityIndex] {
-                    let value = object._values + slot
-                    for candidate in values where candidate == value.pointee {
-                        keys.insert(key)
-                        break
-                    }
-                }
-            }
-            return keys.sorted()
-        }
-        return nil
     }
 
     /// How a fetch matches objects against `predicate`: compiled to a closure when every node of

@@ -52,9 +52,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var compilesPredicates = true
     /// Whether fetches use the attribute indexes (tests turn it off to compare with a scan).
     var usesIndexes = true
-    /// The key paths fetches found to be attributes, with their slots, by entity (see
-    /// ``AttributeReadRecorder``).
-    var attributeSlots: [AttributeSlotKey: Int] = [:]
+    /// How many committed rows fetches have examined (a test tells a lookup from a scan by it).
+    var rowsExamined = 0
     var mergePolicyValue: MergePolicy = .error
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`

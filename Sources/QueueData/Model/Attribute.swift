@@ -113,11 +113,7 @@ public struct Attribute<Value: Codable> {
         // the optimizer keep a dynamic exclusivity check on every access (≈ 8 ns).
         @inline(__always) get {
             let slot = Int(object[keyPath: storageKeyPath].slot)
-            // Off the fast path (outside the context's own blocks, or while a fetch learns which
-            // key paths are attributes), the read is checked and reported out of line.
-            if !object._confinement._isMarkedCurrent() {
-                object._attributeReadSlowPath(wrappedKeyPath, slot: slot)
-            }
+            object._confinement.check(object._subjectDescription)
             return _decode(object._values[slot], object: object, slot: slot)
         }
         @inline(__always) set {
@@ -289,13 +285,14 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
     /// ```
     public static let transient = AttributeOptions(rawValue: 1 << 1)
 
-    /// The committed rows are indexed by the attribute's value, so that a fetch whose predicate
-    /// requires it to equal a value (`$0.code == code`, also inside `&&`) or one of a list of
-    /// values (`codes.contains($0.code)`) finds the matching rows without scanning the others.
-    /// Unique attributes are indexed too. The index lives in memory, is built when the store
-    /// opens and follows every save; it is not part of the model's version hash (adding or
-    /// removing it needs no migration). A transient or transformable attribute cannot be
-    /// indexed. See "Indexes" in <doc:GettingStarted>.
+    /// The committed rows are indexed by the attribute's value, so that a fetch that requires
+    /// it to equal a value or one of a list of values
+    /// (``FetchRequest/init(where:equals:predicate:sortBy:)``,
+    /// ``FetchRequest/init(where:in:predicate:sortBy:)``) finds the matching rows without
+    /// scanning the others. Unique attributes are indexed too. The index lives in memory, is
+    /// built when the store opens and follows every save; it is not part of the model's version
+    /// hash (adding or removing it needs no migration). A transient or transformable attribute
+    /// cannot be indexed. See "Indexes" in <doc:GettingStarted>.
     ///
     /// ```swift
     /// @Attribute(.indexed) var country: String = ""

@@ -313,20 +313,6 @@ open class ManagedObject: Hashable {
         "a \(entity.name) object"
     }
 
-    /// An attribute read off the confinement's fast path: reported to the fetch learning
-    /// which key paths are attributes (``AttributeReadRecorder``), if one is listening, then
-    /// checked (traps off the queue).
-    @usableFromInline
-    final func _attributeReadSlowPath(_ keyPath: AnyKeyPath, slot: Int) {
-        if let recorder = qd_read_recorder_get() {
-            Unmanaged<AttributeReadRecorder>.fromOpaque(recorder).takeUnretainedValue()
-                .record(keyPath, slot: slot, object: self)
-        }
-        if !_confinement._isConfinedSlowPath() {
-            _confinement._trapNotConfined(_subjectDescription)
-        }
-    }
-
     @inlinable
     final func _setValue(_ value: StoredValue, at slot: Int) {
         let pointer = _values + slot

@@ -129,7 +129,21 @@ open class FetchedResultsController<Object: ManagedObject> {
             keyPath != nil && request.sortDescriptors.first.map { $0.keyPath.map { $0 == keyPath } ?? false } == true
         let indexes = context.fetchedEntityIndexes(for: request)
         self.entityPositions = Dictionary(uniqueKeysWithValues: indexes.enumerated().map { ($1, $0) })
-        self.matches = request.predicate.map(context.matcher(for:))
+        let predicateMatches = request.predicate.map(context.matcher(for:))
+        if let constraint = request.attributeConstraint {
+            // Checked once here (a wrong name or value traps with a message), then by slot.
+            for index in indexes {
+                _ = constraint.slot(in: context.model.entities[index])
+            }
+            self.matches = { object in
+                guard let slot = object.entity.attributeIndexes[constraint.attributeName],
+                    constraint.isSatisfied(by: object._values + slot)
+                else { return false }
+                return try predicateMatches?(object) ?? true
+            }
+        } else {
+            self.matches = predicateMatches
+        }
         self.batchSize = Swift.max(request.fetchBatchSize, 0)
         self.holdsObjects = request.fetchBatchSize <= 0 || !ordering.usesKeys
     }

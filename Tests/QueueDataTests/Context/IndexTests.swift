@@ -3,27 +3,7 @@ import Testing
 
 @testable import QueueData
 
-/// Counts evaluations of ``Listing/counted``, to tell an index lookup from a scan.
-final class EvaluationCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-
-    func increment() {
-        lock.withLock { value += 1 }
-    }
-
-    func take() -> Int {
-        lock.withLock {
-            defer { value = 0 }
-            return value
-        }
-    }
-}
-
-let listingEvaluations = EvaluationCounter()
-
-/// Listings with a unique code, indexed attributes of several types, and computed properties
-/// that read them.
+/// Listings with a unique code, indexed attributes of several types, and one that is not.
 class Listing: ManagedObject {
     @Attribute(.unique) var code: String = ""
     @Attribute(.indexed) var country: String = ""
@@ -31,14 +11,6 @@ class Listing: ManagedObject {
     @Attribute(.indexed) var score: Double? = nil
     @Attribute(.indexed) var opened: Date? = nil
     @Attribute var name: String = ""
-
-    /// Reads `country`, but is not it: never answered from the index.
-    var countryAlias: String { country }
-    /// Always true; counts how many objects a fetch evaluated.
-    var counted: Bool {
-        listingEvaluations.increment()
-        return true
-    }
 }
 
 final class Franchise: Listing {
@@ -50,57 +22,78 @@ let listingModel = ManagedObjectModel([Listing.self, Franchise.self])
 @Suite("Attribute indexes")
 struct IndexTests {
     static let countries = ["PE", "JP", "CH", "é", "e\u{301}", ""]
-
-    func manager(_ kind: String, _ directory: TemporaryDirectory) -> ContextManager {
-        kind == "journal"
-            ? journalManager(directory, model: listingModel)
-            : ContextManager(
-                delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
-    }
+    static let scores: [Double?] = [nil, 1.5, -0.0, 0.0, .nan, 2]
+    static let dates: [Date?] = [nil, Date(timeIntervalSinceReferenceDate: 7)]
 
     static func fill(_ listing: Listing, _ index: Int, _ random: inout SeededGenerator) {
         listing.code = "C\(index)"
         listing.country = countries.randomElement(using: &random)!
         listing.rating = Int.random(in: 0..<4, using: &random)
-        listing.score = [nil, 1.5, -0.0, 0.0, .nan, 2].randomElement(using: &random)!
-        listing.opened = [nil, Date(timeIntervalSinceReferenceDate: 7)].randomElement(using: &random)!
+        listing.score = scores.randomElement(using: &random)!
+        listing.opened = dates.randomElement(using: &random)!
         listing.name = "n\(Int.random(in: 0..<5, using: &random))"
     }
 
-    /// Requests with an index term, or a key path that only looks like one.
-    static func requests(_ random: inout SeededGenerator) -> FetchRequest<Listing> {
+    /// A request with an attribute constraint, and the same request written as a `#Predicate`:
+    /// the reference (Swift's `==` on the values).
+    static func requests(_ random: inout SeededGenerator) -> (FetchRequest<Listing>, FetchRequest<Listing>) {
         let country = countries.randomElement(using: &random)!
         let other = countries.randomElement(using: &random)!
         let rating = Int.random(in: 0..<4, using: &random)
         let code = "C\(Int.random(in: 0..<120, using: &random))"
-        let score: Double? = [nil, 1.5, 0.0, -0.0, .nan].randomElement(using: &random)!
-        let date: Date? = [nil, Date(timeIntervalSinceReferenceDate: 7)].randomElement(using: &random)!
-        let predicates: [Predicate<Listing>] = [
-            #Predicate { $0.country == country },
-            #Predicate { country == $0.country },
-            #Predicate { $0.rating == rating && $0.name != "n1" },
-            #Predicate { $0.name == "n2" && $0.country == country },
-            #Predicate { [country, other].contains($0.country) },
-            #Predicate { $0.code == code },
-            #Predicate { $0.score == score },
-            #Predicate { $0.opened == date },
-            #Predicate { $0.countryAlias == country },
-            #Predicate { $0.country == country || $0.rating == rating },
-        ]
-        var request = FetchRequest<Listing>(predicate: predicates.randomElement(using: &random)!)
-        if Bool.random(using: &random) {
-            request.sortDescriptors = [SortDescriptor(\.name), SortDescriptor(\.code)]
+        let score = scores.randomElement(using: &random)!
+        let date = dates.randomElement(using: &random)!
+        let name = "n\(Int.random(in: 0..<5, using: &random))"
+        var pair: (FetchRequest<Listing>, FetchRequest<Listing>)
+        switch Int.random(in: 0..<7, using: &random) {
+        case 0:
+            pair = (
+                FetchRequest(where: "country", equals: country),
+                FetchRequest(predicate: #Predicate { $0.country == country })
+            )
+        case 1:
+            pair = (
+                FetchRequest(where: "country", in: [country, other]),
+                FetchRequest(predicate: #Predicate { $0.country == country || $0.country == other })
+            )
+        case 2:
+            pair = (
+                FetchRequest(where: "rating", equals: rating, predicate: #Predicate { $0.name != "n1" }),
+                FetchRequest(predicate: #Predicate { $0.rating == rating && $0.name != "n1" })
+            )
+        case 3:
+            pair = (FetchRequest(where: "code", equals: code), FetchRequest(predicate: #Predicate { $0.code == code }))
+        case 4:
+            pair = (
+                FetchRequest(where: "score", equals: score), FetchRequest(predicate: #Predicate { $0.score == score })
+            )
+        case 5:
+            pair = (
+                FetchRequest(where: "opened", equals: date), FetchRequest(predicate: #Predicate { $0.opened == date })
+            )
+        default:
+            // Not indexed: checked row by row.
+            pair = (FetchRequest(where: "name", equals: name), FetchRequest(predicate: #Predicate { $0.name == name }))
         }
-        request.includesPendingChanges = Int.random(in: 0..<4, using: &random) != 0
-        return request
+        if Bool.random(using: &random) {
+            pair.0.sortDescriptors = [SortDescriptor(\.name), SortDescriptor(\.code)]
+            pair.1.sortDescriptors = pair.0.sortDescriptors
+        }
+        let pending = Int.random(in: 0..<4, using: &random) != 0
+        pair.0.includesPendingChanges = pending
+        pair.1.includesPendingChanges = pending
+        return pair
     }
 
     @Test(
-        "indexed fetches return what a scan returns, in the same order, with unsaved changes and other contexts' saves",
+        "a constraint on an indexed attribute returns what the same #Predicate returns, in the same order, with unsaved changes and unmerged saves",
         arguments: ["memory", "journal"])
-    func sameAsScan(store: String) throws {
+    func sameAsPredicate(store: String) throws {
         let directory = TemporaryDirectory("index-\(store)")
-        let manager = manager(store, directory)
+        let manager =
+            store == "journal"
+            ? journalManager(directory, model: listingModel)
+            : ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
         defer { manager.close() }
         let context = try makeContext(manager, "reader")
         let other = try makeContext(manager, "writer")
@@ -108,14 +101,15 @@ struct IndexTests {
         var next = 0
         try other.performAndWait {
             for _ in 0..<80 {
-                Self.fill(
-                    Bool.random(using: &random) ? other.insert(Listing.self) : other.insert(Franchise.self), next,
-                    &random)
+                let listing = Bool.random(using: &random) ? other.insert(Listing.self) : other.insert(Franchise.self)
+                Self.fill(listing, next, &random)
                 next += 1
             }
             try other.save()
         }
         flush(context)
+        var indexedRows = 0
+        var scannedRows = 0
         for round in 0..<300 {
             var roundRandom = SeededGenerator(seed: random.next())
             switch Int.random(in: 0..<6, using: &random) {
@@ -128,7 +122,7 @@ struct IndexTests {
                             other.delete(victim)
                         } else {
                             victim.country = Self.countries.randomElement(using: &roundRandom)!
-                            victim.score = [nil, 1.5, 0.0].randomElement(using: &roundRandom)!
+                            victim.score = Self.scores.randomElement(using: &roundRandom)!
                         }
                     }
                     Self.fill(other.insert(Listing.self), next, &roundRandom)
@@ -144,17 +138,16 @@ struct IndexTests {
                     for object in all.shuffled(using: &roundRandom).prefix(3) {
                         object.country = Self.countries.randomElement(using: &roundRandom)!
                         object.rating = Int.random(in: 0..<4, using: &roundRandom)
+                        object.opened = Self.dates.randomElement(using: &roundRandom)!
                     }
                     if let victim = all.randomElement(using: &roundRandom) {
                         context.delete(victim)
                     }
-                    Self.fill(context.insert(Listing.self), next, &roundRandom)
+                    Self.fill(context.insert(Franchise.self), next, &roundRandom)
                     next += 1
                 }
             case 2:
-                try context.performAndWait {
-                    try context.save()
-                }
+                try context.performAndWait { try context.save() }
             case 3:
                 context.performAndWait { context.rollback() }
             default:
@@ -162,23 +155,29 @@ struct IndexTests {
             }
             try context.performAndWait {
                 for _ in 0..<3 {
-                    let request = Self.requests(&roundRandom)
+                    let (constrained, reference) = Self.requests(&roundRandom)
+                    let expected = try context.fetch(reference).map(\.objectID)
+                    let expectedCount = try context.count(for: reference)
                     context.usesIndexes = false
-                    let scanned = try context.fetch(request).map(\.objectID)
-                    let scannedCount = try context.count(for: request)
+                    context.rowsExamined = 0
+                    let scanned = try context.fetch(constrained).map(\.objectID)
+                    scannedRows += context.rowsExamined
                     context.usesIndexes = true
-                    let indexed = try context.fetch(request).map(\.objectID)
-                    let indexedCount = try context.count(for: request)
-                    #expect(indexed == scanned, "round \(round): \(request)")
-                    #expect(indexedCount == scannedCount, "round \(round)")
+                    context.rowsExamined = 0
+                    let indexed = try context.fetch(constrained).map(\.objectID)
+                    indexedRows += context.rowsExamined
+                    #expect(indexed == expected, "round \(round): \(constrained)")
+                    #expect(scanned == expected, "round \(round): \(constrained)")
+                    #expect(try context.count(for: constrained) == expectedCount, "round \(round)")
                 }
             }
         }
+        #expect(
+            indexedRows * 2 < scannedRows,
+            "the indexes were used: \(indexedRows) rows examined, \(scannedRows) by scans")
     }
 
-    @Test(
-        "a fetch by an indexed value evaluates only the rows the index names, after the first fetch learned the key path"
-    )
+    @Test("a lookup by an indexed value examines only the rows the index names; an unindexed attribute is scanned")
     func lookupNotScan() throws {
         let manager = ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
         defer { manager.close() }
@@ -188,43 +187,33 @@ struct IndexTests {
                 let listing = context.insert(Listing.self)
                 listing.code = "C\(index)"
                 listing.country = index % 100 == 0 ? "PE" : "JP"
+                listing.name = index % 100 == 0 ? "hundred" : "other"
             }
             try context.save()
             context.reset()
-            _ = listingEvaluations.take()
-            let code = "C1234"
-            // The first fetch scans, and learns that \.code is the attribute.
+            context.rowsExamined = 0
+            #expect(try context.fetch(FetchRequest<Listing>(where: "code", equals: "C1234")).map(\.code) == ["C1234"])
+            #expect(context.rowsExamined == 1)
             #expect(
-                try context.fetch(FetchRequest<Listing>(predicate: #Predicate { $0.code == code && $0.counted })).count
-                    == 1)
-            #expect(listingEvaluations.take() == 1, "the && short-circuits: counted runs for the match only")
-            let scanned = try context.count(
-                for: FetchRequest<Listing>(predicate: #Predicate { $0.counted && $0.code == code }))
-            #expect(scanned == 1)
-            #expect(listingEvaluations.take() == 1, "the second fetch evaluated only the row the index named")
-            let peru = try context.fetch(
-                FetchRequest<Listing>(predicate: #Predicate { $0.counted && $0.country == "PE" }))
+                try context.fetch(FetchRequest<Listing>(where: "code", in: ["C7", "C9", "nope"])).map(\.code) == [
+                    "C7", "C9",
+                ])
+            #expect(context.rowsExamined == 3)
+            let peru = try context.fetch(FetchRequest<Listing>(where: "country", equals: "PE"))
             #expect(peru.count == 20)
-            #expect(listingEvaluations.take() == 2_000, "\\.country was not learned yet: a scan")
-            _ = try context.fetch(FetchRequest<Listing>(predicate: #Predicate { $0.counted && $0.country == "PE" }))
-            #expect(listingEvaluations.take() == 20)
-            // A computed property reading the attribute is not the attribute: always a scan.
-            for _ in 0..<2 {
-                let aliased = try context.fetch(
-                    FetchRequest<Listing>(predicate: #Predicate { $0.counted && $0.countryAlias == "PE" }))
-                #expect(aliased.count == 20)
-                #expect(listingEvaluations.take() == 2_000)
-            }
-            // An unsaved change is seen without a scan.
+            #expect(context.rowsExamined == 23)
+            #expect(try context.count(for: FetchRequest<Listing>(where: "name", equals: "hundred")) == 20)
+            #expect(context.rowsExamined == 2_023, "an unindexed attribute: every row")
+            // An unsaved change is found without a scan, and its committed value no longer matches.
             peru[0].country = "CH"
-            let chile = try context.fetch(
-                FetchRequest<Listing>(predicate: #Predicate { $0.counted && $0.country == "CH" }))
-            #expect(chile.map(\.objectID) == [peru[0].objectID])
-            #expect(listingEvaluations.take() <= 2_001)
-            let chileAgain = try context.fetch(
-                FetchRequest<Listing>(predicate: #Predicate { $0.counted && $0.country == "CH" }))
-            #expect(chileAgain.count == 1)
-            #expect(listingEvaluations.take() == 1)
+            context.rowsExamined = 0
+            #expect(
+                try context.fetch(FetchRequest<Listing>(where: "country", equals: "CH")).map(\.objectID) == [
+                    peru[0].objectID
+                ])
+            #expect(try context.count(for: FetchRequest<Listing>(where: "country", equals: "PE")) == 19)
+            #expect(context.rowsExamined == 21)
+            #expect(try context.count(for: FetchRequest<Listing>(where: "score", equals: Double?.none)) == 2_000)
         }
     }
 
@@ -241,8 +230,8 @@ struct IndexTests {
                 listing.country = "JP"
             }
             try context.save()
-            let byCode = { (code: String) in
-                try context.fetch(FetchRequest<Listing>(predicate: #Predicate { $0.code == code }))
+            func byCode(_ code: String) throws -> [Listing] {
+                try context.fetch(FetchRequest<Listing>(where: "code", equals: code))
             }
             #expect(try byCode("C7").count == 1)
             try byCode("C7")[0].code = "X7"
@@ -258,21 +247,61 @@ struct IndexTests {
             duplicate.country = "PE"
             try context.save()
             #expect(try byCode("C8").map(\.country) == ["PE"])
-            #expect(try context.count(for: FetchRequest<Listing>(predicate: #Predicate { $0.country == "PE" })) == 1)
+            #expect(try context.count(for: FetchRequest<Listing>(where: "country", equals: "PE")) == 1)
         }
         manager.close()
         manager = journalManager(directory, model: listingModel)
         let reopened = try manager.createContext()
         try reopened.performAndWait { () throws in
-            for _ in 0..<2 {
-                #expect(
-                    try reopened.count(for: FetchRequest<Listing>(predicate: #Predicate { $0.country == "PE" })) == 1)
-                #expect(try reopened.count(for: FetchRequest<Listing>(predicate: #Predicate { $0.code == "X7" })) == 0)
-                #expect(
-                    try reopened.count(for: FetchRequest<Listing>(predicate: #Predicate { $0.country == "JP" })) == 48)
-            }
+            reopened.rowsExamined = 0
+            #expect(try reopened.count(for: FetchRequest<Listing>(where: "country", equals: "PE")) == 1)
+            #expect(try reopened.count(for: FetchRequest<Listing>(where: "code", equals: "X7")) == 0)
+            #expect(try reopened.count(for: FetchRequest<Listing>(where: "country", equals: "JP")) == 48)
+            #expect(reopened.rowsExamined == 49)
         }
         manager.close()
+    }
+
+    @Test("a fetched-results controller follows a constrained request")
+    func controller() throws {
+        let manager = ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try context.performAndWait {
+            for (index, country) in ["PE", "JP", "PE"].enumerated() {
+                let listing = context.insert(Listing.self)
+                listing.code = "C\(index)"
+                listing.country = country
+            }
+            try context.save()
+            let controller = FetchedResultsController(
+                fetchRequest: FetchRequest<Listing>(where: "country", equals: "PE", sortBy: [SortDescriptor(\.code)]),
+                managedObjectContext: context)
+            try controller.performFetch()
+            #expect(controller.fetchedObjects?.map(\.code) == ["C0", "C2"])
+            let japan = try context.fetch(FetchRequest<Listing>(where: "country", equals: "JP"))[0]
+            japan.country = "PE"
+            context.processPendingChanges()
+            #expect(controller.fetchedObjects?.map(\.code) == ["C0", "C1", "C2"])
+        }
+    }
+
+    @Test("a constraint naming no attribute, or a value the attribute cannot hold, traps with a message")
+    func misuse() async {
+        let unknown = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let manager = ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
+            let context = try manager.createContext()
+            _ = try context.performAndWait { try context.fetch(FetchRequest<Listing>(where: "colour", equals: "red")) }
+        }
+        let unknownMessage = String(decoding: unknown?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(unknownMessage.contains("no attribute of that name"))
+        let mismatch = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let manager = ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
+            let context = try manager.createContext()
+            _ = try context.performAndWait { try context.fetch(FetchRequest<Listing>(where: "rating", equals: "five")) }
+        }
+        let mismatchMessage = String(decoding: mismatch?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(mismatchMessage.contains("can never hold"))
     }
 }
 
