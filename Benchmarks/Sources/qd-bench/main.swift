@@ -1,6 +1,6 @@
 // qd-bench: QueueData against baselines measured in the same run.
 //
-//   swift run -c release --package-path Benchmarks qd-bench [--quick] [--only NAME[,NAME...]]
+//   swift run -c release --package-path Benchmarks qd-bench [--quick] [--only NAME[,NAME...]] [--records N]
 //
 // `--only` runs the groups whose name contains one of the NAMEs (`--only goals`: the groups
 // of the P1–P10 table). Groups: memory, attribute, insert, fetch, filter, journal, json,
@@ -24,8 +24,12 @@ let only: [String]? = arguments.firstIndex(of: "--only").flatMap { index in
             ? ["memory", "attribute", "fetch", "filter", "journal", "json", "savers", "merge"] : [String(name)]
     }
 }
-let count = quick ? 10_000 : 100_000
-let repetitions = quick ? 3 : 5
+// `--records N` runs the same workloads at another size (the scale runs: 1M).
+let recordsOverride: Int? = arguments.firstIndex(of: "--records").flatMap { index in
+    arguments.index(after: index) < arguments.endIndex ? Int(arguments[arguments.index(after: index)]) : nil
+}
+let count = recordsOverride ?? (quick ? 10_000 : 100_000)
+let repetitions = quick ? 3 : (count > 100_000 ? 3 : 5)
 
 func shouldRun(_ name: String) -> Bool {
     only.map { names in names.contains { name.localizedCaseInsensitiveContains($0) } } ?? true
