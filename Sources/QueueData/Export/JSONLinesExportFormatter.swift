@@ -1,7 +1,8 @@
 /// Writes JSON Lines: one JSON object per record, each on its own line (`\n`), as
 /// ``JSONExportFormatter`` writes them, without the array around them.
 ///
-/// The format imports back through the import of ``ManagedObjectContext``
+/// The format imports back with
+/// ``ManagedObjectContext/importRecords(from:format:entityName:batchSize:mergePolicy:progress:)``
 /// and streams well: every line stands alone.
 public struct JSONLinesExportFormatter: ExportFormatter {
     /// Creates a JSON Lines formatter.
