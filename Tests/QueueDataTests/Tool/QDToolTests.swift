@@ -181,6 +181,36 @@ struct QDToolTests {
         #expect(try directory.bytes(of: store.lastPathComponent) == bytes)
     }
 
+    /// Random damage to a journal and a JSON store: qd reports, exits 0, 1 or 3, and never
+    /// crashes or modifies the file.
+    @Test(arguments: ["journal", "json"])
+    func damagedStoresNeverCrashTheTool(kind: String) throws {
+        let directory = TemporaryDirectory("qd-fuzz")
+        let store = try writeGraphStore(kind, directory)
+        let intact = try directory.bytes(of: store.lastPathComponent)
+        var generator = SeededGenerator(seed: exportSeed &+ 5)
+        for round in 0..<25 {
+            var bytes = intact
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                let index = Int.random(in: 0..<bytes.count, using: &generator)
+                if round % 4 == 3 {
+                    bytes.removeSubrange(index...)
+                } else {
+                    bytes[index] ^= UInt8.random(in: 1...255, using: &generator)
+                }
+                if bytes.isEmpty { break }
+            }
+            try directory.write(bytes, to: store.lastPathComponent)
+            for command in ["verify", "inspect"] {
+                let output = try qd(command, store.path, "--json")
+                #expect(
+                    [0, 1, 3].contains(output.status),
+                    "round \(round) \(command): \(output.status) \(output.standardError)")
+            }
+            #expect(try directory.bytes(of: store.lastPathComponent) == bytes)
+        }
+    }
+
     @Test func unreadableFilesAndUsage() throws {
         let directory = TemporaryDirectory("qd-usage")
         try directory.write(Array("not a store".utf8), to: "Junk.journal")
