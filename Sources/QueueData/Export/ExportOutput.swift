@@ -83,13 +83,13 @@ public struct ExportOutput: Sendable {
             return appendText(stored, of: field)
         case .object(let id):
             guard let id else { return false }
-            append(id.description)
+            appendURI(of: id)
         case .objects(let ids):
             for (index, id) in ids.enumerated() {
                 if index > 0 {
                     bytes.append(UInt8(ascii: " "))
                 }
-                append(id.description)
+                appendURI(of: id)
             }
         }
         return true
@@ -127,7 +127,9 @@ public struct ExportOutput: Sendable {
             appendJSON(stored, of: field)
         case .object(let id):
             if let id {
-                appendJSONString(id.description)
+                bytes.append(UInt8(ascii: "\""))
+                appendURI(of: id)
+                bytes.append(UInt8(ascii: "\""))
             } else {
                 append("null")
             }
@@ -137,7 +139,9 @@ public struct ExportOutput: Sendable {
                 if index > 0 {
                     bytes.append(UInt8(ascii: ","))
                 }
-                appendJSONString(id.description)
+                bytes.append(UInt8(ascii: "\""))
+                appendURI(of: id)
+                bytes.append(UInt8(ascii: "\""))
             }
             bytes.append(UInt8(ascii: "]"))
         }
@@ -168,6 +172,17 @@ public struct ExportOutput: Sendable {
             } else {
                 append(value.description)
             }
+        }
+    }
+
+    /// Appends the ID's URI (never escaped in JSON: a URI holds no quote, backslash or control
+    /// character).
+    private mutating func appendURI(of id: ObjectID) {
+        if id.rawValue > 0 {
+            bytes.append(contentsOf: id.key.permanentURIPrefix.utf8)
+            bytes.append(contentsOf: String(id.rawValue).utf8)
+        } else {
+            append(id.uriRepresentation.absoluteString)
         }
     }
 

@@ -293,7 +293,7 @@ public struct StoreInspection: Sendable {
                             + "not a \(attribute.type.rawValue)\(attribute.isOptional ? "?" : "")")
                 }
                 for relationship in entity.relationships {
-                    let column = entity.column(ofRelationship: relationship.name)!
+                    guard let column = entity.column(ofRelationship: relationship.name) else { continue }
                     let value = row.values[column]
                     let shapeIsRight: Bool
                     switch value {
