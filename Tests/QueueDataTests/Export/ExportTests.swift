@@ -290,9 +290,11 @@ struct ExportTests {
         let export = Task {
             try await context.export(FetchRequest<Destination>(), to: url, formatter: gate)
         }
-        // Waited for off the cooperative pool, which the export's task needs.
+        // Waited for off the cooperative pool, which the export's task needs; generously, since
+        // under ThreadSanitizer other suites' blocking tests can hold the pool's few threads for
+        // minutes before the task is scheduled.
         let reached = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: gate.reached.wait(timeout: .now() + 60)) }
+            DispatchQueue.global().async { continuation.resume(returning: gate.reached.wait(timeout: .now() + 900)) }
         }
         #expect(reached == .success)
         export.cancel()
