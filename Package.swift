@@ -7,6 +7,8 @@ let package = Package(
         .library(name: "QueueData", targets: ["QueueData"]),
         // The store conformance suite, for the tests of your own PersistentStore.
         .library(name: "QueueDataTestSupport", targets: ["QueueDataTestSupport"]),
+        // The store tool: inspect, verify, compact, convert, export and import store files.
+        .executable(name: "qd", targets: ["qd"]),
     ],
     targets: [
         // Thread-local storage for the confinement fast path: Swift has no thread-local
@@ -18,6 +20,10 @@ let package = Package(
         ),
         .target(
             name: "QueueDataTestSupport",
+            dependencies: ["QueueData"]
+        ),
+        .executableTarget(
+            name: "qd",
             dependencies: ["QueueData"]
         ),
         .executableTarget(
@@ -42,7 +48,8 @@ let package = Package(
         ),
         .testTarget(
             name: "QueueDataTests",
-            dependencies: ["QueueData", "QueueDataTestSupport"],
+            // qd: built with the tests, which run it as a subprocess.
+            dependencies: ["QueueData", "QueueDataTestSupport", "qd"],
             // Stores written by earlier model versions, read through `#filePath`.
             exclude: ["Migration/Fixtures"]
         ),

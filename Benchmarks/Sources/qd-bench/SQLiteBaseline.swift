@@ -4,6 +4,8 @@ import Foundation
 /// The raw SQLite C API on the same records: prepared statements, one transaction.
 final class SQLiteBaseline {
     private var db: OpaquePointer?
+    /// The connection, for workloads written against the C API directly.
+    var database: OpaquePointer? { db }
 
     /// Opens a database at `path` (`:memory:` for an in-memory one); `durable` sets WAL mode
     /// with `synchronous = FULL`, so that a commit is on disk when it returns.

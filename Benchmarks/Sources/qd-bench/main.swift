@@ -4,7 +4,8 @@
 //
 // `--only` runs the groups whose name contains one of the NAMEs (`--only goals`: the groups
 // of the P1–P10 table). Groups: memory, attribute, insert, fetch, filter, journal, json,
-// savers, migration, graph, fanout, unique, conflict, merge, throughput, observation, index.
+// savers, migration, graph, fanout, unique, conflict, merge, throughput, observation, index,
+// export.
 //
 // Every figure is a median of several runs, and is reported as a ratio against a baseline
 // measured in the same process: absolute times drift on shared machines, ratios much less.
@@ -564,6 +565,11 @@ if shouldRun("throughput") {
 }
 
 // MARK: Observation — a fetched-results controller following saves
+
+if shouldRun("export") {
+    // 100k and 1M records (10k in quick mode), each in a store of its own.
+    results += try exportMeasurements(sizes: quick || count >= 1_000_000 ? [count] : [count, 1_000_000], repetitions: 3)
+}
 
 if shouldRun("observation") {
     results += try observationMeasurements(records, repetitions: repetitions)

@@ -681,6 +681,14 @@ final class StoreCoordinator: @unchecked Sendable {
             committedValues: current.map { named($0.values) }, objectValues: objectValues.map(named))
     }
 
+    /// Every durable committed row: what a conversion to another store writes.
+    ///
+    /// - Throws: ``StoreError/Code/closed`` when the store was closed.
+    func durableState() throws -> StoreState {
+        try checkOpen()
+        return state(of: durableTables)
+    }
+
     /// The store's rows as `tables` hold them.
     private func state(of tables: [EntityTable]) -> StoreState {
         Self.state(of: tables, metadata: baseMetadata, model: model)

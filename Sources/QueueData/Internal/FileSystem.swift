@@ -285,6 +285,12 @@ extension FileSystem {
     /// never a mix; after a crash, the temporary file is left behind and the old file intact.
     func replaceAtomically(_ path: String, directory: String, with bytes: UnsafeRawBufferPointer) throws {
         let temporary = try writeTemporaryFile(beside: path, bytes)
+        try moveIntoPlace(temporary, over: path, directory: directory)
+    }
+
+    /// The last step of an atomic replacement: renames the synchronized `temporary` file over
+    /// `path` and synchronizes the directory. The temporary file is removed if the rename fails.
+    func moveIntoPlace(_ temporary: String, over path: String, directory: String) throws {
         do {
             try rename(temporary, to: path)
         } catch {
@@ -294,14 +300,23 @@ extension FileSystem {
         try synchronizeDirectory(directory)
     }
 
+    /// Creates a new, empty temporary file beside `path` (`<path>.tmp-<random>`, created
+    /// exclusively, mode 0600) for a caller that writes it in pieces, synchronizes it and moves
+    /// it into place (``moveIntoPlace(_:over:directory:)``) — or removes it.
+    ///
+    /// - Returns: The temporary file's path and its open descriptor (write-only).
+    func createTemporaryFile(beside path: String) throws -> (path: String, descriptor: Int32) {
+        let temporary = "\(path)\(temporarySuffix)\(UInt64.random(in: 0...UInt64.max).hexadecimalString)"
+        return (temporary, try open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
+    }
+
     /// Writes `bytes` to a new temporary file beside `path` (`<path>.tmp-<random>`, created
     /// exclusively, mode 0600) and synchronizes it: the first step of every atomic
     /// replacement. The file is removed again if any step fails.
     ///
     /// - Returns: The temporary file's path.
     func writeTemporaryFile(beside path: String, _ bytes: UnsafeRawBufferPointer) throws -> String {
-        let temporary = "\(path)\(temporarySuffix)\(UInt64.random(in: 0...UInt64.max).hexadecimalString)"
-        let descriptor = try open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        let (temporary, descriptor) = try createTemporaryFile(beside: path)
         do {
             try writeAll(descriptor, bytes, at: 0, path: temporary)
             try synchronize(descriptor, path: temporary)

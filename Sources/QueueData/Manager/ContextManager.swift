@@ -31,6 +31,9 @@ public final class ContextManager: @unchecked Sendable {
     private var coordinator: StoreCoordinator?
     private var contexts: [ObjectIdentifier: WeakContext] = [:]
     private var storedMainContext: ManagedObjectContext?
+    /// The store a ``migratePersistentStore(to:directory:name:)`` moved the manager to, used
+    /// instead of the delegate's until the delegate is set again.
+    private var storeOverride: (type: StoreType, configuration: StoreConfiguration)?
 
     /// Creates a manager configured by `delegate` (every default when `nil`).
     public init(delegate: (any ContextManagerDelegate)? = nil) {
@@ -43,7 +46,12 @@ public final class ContextManager: @unchecked Sendable {
     /// takes effect at the next load, after ``close()``).
     public var delegate: (any ContextManagerDelegate)? {
         get { registryQueue.sync { storedDelegate } }
-        set { registryQueue.sync { storedDelegate = newValue } }
+        set {
+            registryQueue.sync {
+                storedDelegate = newValue
+                storeOverride = nil
+            }
+        }
     }
 
     /// Whether the store is loaded.
@@ -137,8 +145,60 @@ public final class ContextManager: @unchecked Sendable {
                     changes: [], pendingSteps: [], problems: [],
                     rowCount: coordinator.queue.sync { coordinator.rowCount })
             }
-            let store = try delegate.persistentStoreType.makeStore(configuration(of: delegate))
+            let (type, configuration) = try storeDescription(of: delegate)
+            let store = try type.makeStore(configuration)
             return migrator.plan(for: try store.inspect())
+        }
+    }
+
+    /// Converts the store to another type and/or place — Core Data's
+    /// `migratePersistentStore(_:to:options:type:)` — and moves the manager to the new store.
+    ///
+    /// ```swift
+    /// // The app ran on a journal; it now wants a JSON store, with its data.
+    /// try ContextManager.shared.migratePersistentStore(to: .jsonFile)
+    /// ```
+    ///
+    /// The store is loaded if it is not (migrating it to the model as a load does), then the
+    /// manager is closed as by ``close()`` — every context is invalidated, so that no save
+    /// can slip in — and every committed row is written as a store of `type` at
+    /// `<directory>/<name>.<extension>`: under a temporary name, synchronized, read back and
+    /// compared with the rows, and only then given its name and the directory synchronized. A
+    /// crash or an error leaves no store, or a complete one, under the new name. The original
+    /// store is kept as it was (delete its files once you no longer need them). The store keeps
+    /// its identifier, so object IDs and their URIs stay valid.
+    ///
+    /// The manager then loads the new store (at the next context, or
+    /// ``loadPersistentStore()``), until its ``delegate`` is set again: make the delegate
+    /// describe the new store for the next launch — the one-line swap of
+    /// ``ContextManagerDelegate/persistentStoreType``.
+    ///
+    /// - Parameters:
+    ///   - type: The new store's type (``StoreType/journal``, ``StoreType/jsonFile``, or a
+    ///     custom one, which needs ``PersistentStore/replaceContents(with:keepingOriginalAs:)``
+    ///     and ``PersistentStore/inspect()``).
+    ///   - directory: Its directory; `nil` keeps the current one.
+    ///   - name: Its name; `nil` keeps the current one.
+    /// - Returns: The new store's file (`nil` for a store without one).
+    /// - Throws: ``StoreError``: as ``loadPersistentStore()`` when the store cannot be loaded
+    ///   (nothing is changed then); `.invalidConfiguration` when a store exists at the
+    ///   destination; `.io`; `.corrupted` when the new store does not read back as the rows.
+    ///   The manager is closed after a failed write, and loads the original store again.
+    @discardableResult
+    public func migratePersistentStore(to type: StoreType, directory: URL? = nil, name: String? = nil) throws -> URL? {
+        try registryQueue.sync {
+            let delegate = storedDelegate ?? DefaultContextManagerDelegate()
+            let coordinator = try loadedCoordinator()
+            let (_, current) = try storeDescription(of: delegate)
+            var destination = current
+            destination.directory = directory ?? current.directory
+            destination.name = name ?? current.name
+            destination.seedStoreURL = nil
+            let state = try coordinator.queue.sync { try coordinator.durableState() }
+            closeLocked()
+            let url = try StoreConversion.write(state, model: coordinator.model, as: type, configuration: destination)
+            storeOverride = (type, destination)
+            return url
         }
     }
 
@@ -148,19 +208,22 @@ public final class ContextManager: @unchecked Sendable {
     /// ``loadPersistentStore()``) loads the store again, reading the delegate afresh, so the
     /// same store can be reopened — by tests, or after switching stores.
     public func close() {
-        registryQueue.sync {
-            let open = contexts.values.compactMap(\.context)
-            for context in open {
-                context.invalidate(.managerClosed)
-            }
-            storedMainContext = nil
-            contexts = [:]
-            if let coordinator {
-                coordinator.queue.sync { coordinator.close() }
-            }
-            coordinator = nil
-            _ = open
+        registryQueue.sync { closeLocked() }
+    }
+
+    /// ``close()``, on `registryQueue`.
+    private func closeLocked() {
+        let open = contexts.values.compactMap(\.context)
+        for context in open {
+            context.invalidate(.managerClosed)
         }
+        storedMainContext = nil
+        contexts = [:]
+        if let coordinator {
+            coordinator.queue.sync { coordinator.close() }
+        }
+        coordinator = nil
+        _ = open
     }
 
     /// Closes the store once the work already submitted to this manager's contexts is done:
@@ -231,12 +294,21 @@ public final class ContextManager: @unchecked Sendable {
         }
         let delegate = storedDelegate ?? DefaultContextManagerDelegate()
         let name = delegate.persistentStoreName
-        let store = try delegate.persistentStoreType.makeStore(configuration(of: delegate))
+        let (type, configuration) = try storeDescription(of: delegate)
+        let store = try type.makeStore(configuration)
         let coordinator = try StoreCoordinator(
             model: delegate.managedObjectModel, store: store, label: name, migrator: migrator(for: delegate),
             managerIdentifier: identifier)
         self.coordinator = coordinator
         return coordinator
+    }
+
+    /// The store the manager loads: the delegate's, or the one a conversion moved it to.
+    private func storeDescription(of delegate: any ContextManagerDelegate) throws -> (StoreType, StoreConfiguration) {
+        if let storeOverride {
+            return storeOverride
+        }
+        return (delegate.persistentStoreType, try configuration(of: delegate))
     }
 
     /// The store configuration the delegate describes.

@@ -106,7 +106,9 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 
     /// The URI string.
-    public var description: String { uriRepresentation.absoluteString }
+    public var description: String {
+        rawValue > 0 ? key.permanentURIPrefix + String(rawValue) : uriRepresentation.absoluteString
+    }
 }
 
 /// The entity and store part of an ``ObjectID``, shared by all IDs of an entity in a store.
@@ -119,10 +121,20 @@ final class EntityKey: Sendable {
     @usableFromInline
     let hashValueOfIdentity: Int
 
+    /// The URI of this entity's permanent IDs up to the key: `x-queuedata://<store>/<Entity>/p`
+    /// (built once, so that exports write millions of URIs without building a URL each).
+    let permanentURIPrefix: String
+
     init(entityName: String, storeIdentifier: UUID, entityIndex: Int?) {
         self.entityName = entityName
         self.storeIdentifier = storeIdentifier
         self.entityIndex = entityIndex
+        var components = URLComponents()
+        components.scheme = ObjectID.uriScheme
+        components.host = storeIdentifier.uuidString
+        components.path = "/\(entityName)/p"
+        self.permanentURIPrefix =
+            components.url?.absoluteString ?? "\(ObjectID.uriScheme)://\(storeIdentifier)/\(entityName)/p"
         var hasher = Hasher()
         hasher.combine(entityName)
         hasher.combine(storeIdentifier)

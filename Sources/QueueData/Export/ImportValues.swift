@@ -1,0 +1,156 @@
+import Foundation
+
+/// Reads attribute values from the text of CSV fields and the values of JSON objects, in the
+/// forms exports write (see ``ExportOutput/appendText(_:of:)`` and
+/// ``ExportOutput/appendJSON(_:of:)``).
+enum ImportValues {
+    /// The value of `attribute` a CSV field holds, or the reason it holds none. An empty unquoted
+    /// field is `nil` (the attribute's default when it is not optional).
+    static func value(
+        fromText text: String,
+        quoted: Bool,
+        attribute: AttributeDescription
+    ) -> Result<StoredValue, Refusal> {
+        if text.isEmpty && !quoted && attribute.type != .string {
+            return .success(attribute.isOptional ? .null : attribute.defaultValue)
+        }
+        if text.isEmpty && !quoted && attribute.isOptional {
+            return .success(.null)
+        }
+        let value: StoredValue?
+        switch attribute.type {
+        case .boolean:
+            switch text.lowercased() {
+            case "true", "1", "yes": value = .bool(true)
+            case "false", "0", "no": value = .bool(false)
+            default: value = nil
+            }
+        case .integer16, .integer32, .integer64:
+            value = Int64(text).map { .integer($0) }
+        case .double, .float:
+            value = double(text).map { .double($0) }
+        case .string:
+            value = .string(text)
+        case .date:
+            value = ISO8601Text.date(from: Substring(text)).map { .date($0) }
+        case .binaryData:
+            value = Data(base64Encoded: text).map { .data($0) }
+        case .uuid:
+            value = UUID(uuidString: text).map { .uuid($0) }
+        case .uri:
+            value = URL(string: text).map { .url($0) }
+        case .decimal:
+            value = decimal(text).map { .decimal($0) }
+        case .transformable:
+            let data = Data(text.utf8)
+            value = StoredValue.isSingleJSONValue(data) ? .data(data) : nil
+        }
+        return checked(value, text: text, attribute: attribute)
+    }
+
+    /// The value of `attribute` the JSON value `json` holds (the bytes of one value, already
+    /// checked against the JSON grammar), or the reason it holds none.
+    static func value(fromJSON json: UnsafeRawBufferPointer, attribute: AttributeDescription) -> Result<
+        StoredValue, Refusal
+    > {
+        var scanner = JSONScanner(json)
+        let text = String(decoding: json, as: UTF8.self)
+        if (try? scanner.consumeNull()) == true {
+            return attribute.isOptional
+                ? .success(.null) : .failure(Refusal("is null, but the attribute is not optional"))
+        }
+        let isString = json.first == UInt8(ascii: "\"")
+        let value: StoredValue?
+        switch attribute.type {
+        case .boolean:
+            value = (try? scanner.bool()).map { .bool($0) }
+        case .integer16, .integer32, .integer64:
+            value = isString ? nil : (try? scanner.integer()).map { .integer($0) }
+        case .double, .float:
+            value = (try? scanner.double()).map { .double($0) }
+        case .string:
+            value = isString ? (try? scanner.string()).map { .string($0) } : nil
+        case .date:
+            if isString {
+                value = (try? scanner.string()).flatMap { ISO8601Text.date(from: Substring($0)) }.map { .date($0) }
+            } else {
+                value = (try? scanner.double()).map { .date(Date(timeIntervalSince1970: $0)) }
+            }
+        case .binaryData:
+            value = isString ? (try? scanner.string()).flatMap { Data(base64Encoded: $0) }.map { .data($0) } : nil
+        case .uuid:
+            value = isString ? (try? scanner.string()).flatMap { UUID(uuidString: $0) }.map { .uuid($0) } : nil
+        case .uri:
+            value = isString ? (try? scanner.string()).flatMap { URL(string: $0) }.map { .url($0) } : nil
+        case .decimal:
+            if isString {
+                value = (try? scanner.string()).flatMap { decimal($0) }.map { .decimal($0) }
+            } else {
+                value = decimal(text).map { .decimal($0) }
+            }
+        case .transformable:
+            value = .data(Data(json))
+        }
+        return checked(value, text: text, attribute: attribute)
+    }
+
+    /// Why a value was refused.
+    struct Refusal: Error {
+        var reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    private static func checked(
+        _ value: StoredValue?,
+        text: String,
+        attribute: AttributeDescription
+    ) -> Result<StoredValue, Refusal> {
+        let shown = text.count > 40 ? String(text.prefix(40)) + "…" : text
+        guard let value, value.fits(attribute.type, isOptional: attribute.isOptional) else {
+            return .failure(
+                Refusal("\(String(reflecting: shown)) is not a value of type \(attribute.type.rawValue)"))
+        }
+        return .success(value)
+    }
+
+    private static func double(_ text: String) -> Double? {
+        switch text {
+        case "NaN": return .nan
+        case "Infinity": return .infinity
+        case "-Infinity": return -.infinity
+        default: return Double(text)
+        }
+    }
+
+    /// A decimal from its whole text (Foundation's parser stops at the first character it does
+    /// not read, so `12abc` would be 12).
+    private static func decimal(_ text: String) -> Decimal? {
+        var digits = 0
+        var index = text.utf8.startIndex
+        let bytes = text.utf8
+        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") {
+            index = bytes.index(after: index)
+        }
+        var seenPoint = false
+        var seenExponent = false
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte >= 0x30 && byte <= 0x39 {
+                digits += 1
+            } else if byte == UInt8(ascii: ".") && !seenPoint && !seenExponent {
+                seenPoint = true
+            } else if (byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")) && !seenExponent && digits > 0 {
+                seenExponent = true
+                let next = bytes.index(after: index)
+                if next < bytes.endIndex, bytes[next] == UInt8(ascii: "-") || bytes[next] == UInt8(ascii: "+") {
+                    index = next
+                }
+            } else {
+                return nil
+            }
+            index = bytes.index(after: index)
+        }
+        guard digits > 0 else { return nil }
+        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+@_spi(StoreTool) import QueueData
+
+/// `qd export STORE --entity E [--where EXPR] [--sort KEYS] [--limit N] --format csv|json|jsonl [-o FILE]`.
+enum ExportCommand {
+    static let help = """
+        usage: qd export STORE --entity ENTITY --format csv|json|jsonl [--where EXPR] [--sort KEYS]
+                         [--limit N] [--delimiter C] [--no-object-id] [-o FILE]
+
+        Writes the rows of one entity, without the app's model: each record holds the object's ID
+        (its x-queuedata:// URI), every attribute and every relationship as the related objects'
+        IDs (a to-many as a list). CSV follows RFC 4180 (a header row, quoted fields, nil as an
+        empty field, dates in ISO 8601); JSON is one array; JSON Lines one object per line. With
+        -o the file is written atomically (a temporary file, synchronized, then renamed):
+        an error never leaves a partial file. Without -o, records go to standard output. Reads
+        without the lock: safe while an app has the store open (it sees the committed saves).
+
+          --entity ENTITY   the entity to export
+          --format FORMAT   csv, json or jsonl (default: from -o's extension)
+          --where EXPR      rows to keep, e.g. "rating >= 3 and country == 'PT'" (==, !=, <, <=,
+                            >, >=, contains, beginswith; and, or, not, parentheses; nil)
+          --sort KEYS       order, e.g. "country,-rating" (- for descending); default: key order
+          --limit N         at most N records
+          --delimiter C     CSV field delimiter (default ,)
+          --no-object-id    leave the objectID field out
+          -o, --output FILE write FILE instead of standard output
+        """
+
+    static func run(_ arguments: [String]) throws -> ExitStatus {
+        let parsed = try Arguments(
+            arguments,
+            valued: ["--entity", "--where", "--sort", "--format", "-o", "--output", "--limit", "--delimiter"],
+            flags: ["--no-object-id"])
+        if parsed.wantsHelp {
+            printOutput(help)
+            return .success
+        }
+        guard parsed.positional.count == 1 else { throw ToolFailure(.usage, "export takes one store file.") }
+        guard let entityName = parsed.options["--entity"] else { throw ToolFailure(.usage, "export needs --entity.") }
+        let location = try StoreLocation(parsed.positional[0])
+        let output = parsed.options["-o"] ?? parsed.options["--output"]
+        let formatName = parsed.options["--format"] ?? output.map { URL(fileURLWithPath: $0).pathExtension }
+        let formatter: any ExportFormatter
+        switch formatName {
+        case "csv":
+            let delimiter = parsed.options["--delimiter"] ?? ","
+            guard delimiter.count == 1, let character = delimiter.first, character.isASCII,
+                !"\"\r\n".contains(character)
+            else {
+                throw ToolFailure(.usage, "--delimiter must be one ASCII character other than a quote or a line break.")
+            }
+            formatter = CSVExportFormatter(delimiter: character)
+        case "json": formatter = JSONExportFormatter()
+        case "jsonl": formatter = JSONLinesExportFormatter()
+        default: throw ToolFailure(.usage, "export needs --format csv, json or jsonl.")
+        }
+        var limit = Int.max
+        if let text = parsed.options["--limit"] {
+            guard let value = Int(text), value >= 0 else { throw ToolFailure(.usage, "--limit needs a number.") }
+            limit = value
+        }
+        guard location.exists else { throw ToolFailure(.unreadable, "\(location.url.path) does not exist.") }
+        let contents: StoreContents
+        do {
+            contents = try StoreInspection.contents(of: location.url)
+        } catch let error as StoreError {
+            throw ToolFailure(.unreadable, "cannot read \(location.url.path): \(error)")
+        }
+        guard let entity = contents.schema.first(where: { $0.name == entityName }) else {
+            throw ToolFailure(
+                .usage,
+                "the store has no entity '\(entityName)'; it has \(contents.schema.map(\.name).joined(separator: ", "))."
+            )
+        }
+        let filter = try parsed.options["--where"].map { try RowFilter.parse($0, entity: entity) }
+        let order = try parsed.options["--sort"].map { try RowOrder($0, entity: entity) }
+        var rows = (contents.rows[entityName] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+        if let filter {
+            rows = rows.filter { filter.matches($0.values) }
+        }
+        if let order {
+            // Stable: ties keep key order.
+            rows = rows.enumerated().sorted { left, right in
+                if order.precedes(left.element.values, right.element.values) { return true }
+                if order.precedes(right.element.values, left.element.values) { return false }
+                return left.offset < right.offset
+            }.map(\.element)
+        }
+        if rows.count > limit {
+            rows.removeSubrange(limit...)
+        }
+        let fields = ExportField.fields(of: entity, includesObjectID: !parsed.flags.contains("--no-object-id"))
+        let builder = ExportRecordBuilder(
+            entity: entity, fields: fields, storeIdentifier: contents.metadata.storeIdentifier)
+        let progress = ProgressBar("export")
+        defer { progress.finish() }
+        guard let output else {
+            try writeToStandardOutput(rows, builder: builder, fields: fields, formatter: formatter, progress: progress)
+            return .success
+        }
+        let destination = URL(fileURLWithPath: output)
+        do {
+            let writer = try ExportWriter(destination: destination, fields: fields, formatter: formatter)
+            for (index, row) in rows.enumerated() {
+                try writer.write(builder.record(primaryKey: row.primaryKey, values: row.values))
+                if index % 4096 == 0 {
+                    progress.update(index, of: rows.count)
+                }
+            }
+            let result = try writer.finish()
+            progress.finish()
+            printError(
+                "qd: exported \(result.recordCount) \(entityName) records (\(result.byteCount) bytes) to \(result.url.path)"
+            )
+        } catch let error as StoreError {
+            throw ToolFailure(.failed, "cannot write \(destination.path): \(error)")
+        }
+        return .success
+    }
+
+    private static func writeToStandardOutput(
+        _ rows: [StoredRow],
+        builder: ExportRecordBuilder,
+        fields: [ExportField],
+        formatter: any ExportFormatter,
+        progress: ProgressBar
+    ) throws {
+        var output = ExportOutput()
+        let standardOutput = FileHandle.standardOutput
+        func flush() {
+            standardOutput.write(Data(output.bytes))
+            output = ExportOutput()
+        }
+        try formatter.header(for: fields, into: &output)
+        for (index, row) in rows.enumerated() {
+            if index > 0 {
+                formatter.delimiter(into: &output)
+            }
+            try formatter.record(
+                builder.record(primaryKey: row.primaryKey, values: row.values), fields: fields, into: &output)
+            if output.bytes.count >= 1 << 16 {
+                flush()
+                progress.update(index, of: rows.count)
+            }
+        }
+        try formatter.footer(for: fields, into: &output)
+        flush()
+    }
+}

@@ -1,0 +1,245 @@
+import Foundation
+@_spi(StoreTool) import QueueData
+
+/// The `--where` expression of `qd export`, over a row's stored values:
+///
+///     rating >= 3 and (country == 'PT' or name contains "Lis") and not visited == nil
+///
+/// Comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`, `contains`, `beginswith`) put an attribute
+/// on the left and a literal on the right: a number, a quoted string, `true`, `false`, `nil`;
+/// dates compare with ISO 8601 strings. `and`, `or`, `not` and parentheses combine them.
+indirect enum RowFilter {
+    case comparison(column: Int, op: String, literal: Literal)
+    case and(RowFilter, RowFilter)
+    case or(RowFilter, RowFilter)
+    case not(RowFilter)
+
+    enum Literal {
+        case number(Double)
+        case string(String)
+        case bool(Bool)
+        case null
+    }
+
+    /// Parses `text` against `entity`'s attributes.
+    static func parse(_ text: String, entity: EntityDescription) throws -> RowFilter {
+        var parser = Parser(tokens: try tokenize(text), entity: entity)
+        let filter = try parser.expression()
+        guard parser.index == parser.tokens.count else {
+            throw ToolFailure(.usage, "--where: unexpected '\(parser.tokens[parser.index])'.")
+        }
+        return filter
+    }
+
+    /// Whether `values` (a row, in the entity's column order) match.
+    func matches(_ values: [StoredValue]) -> Bool {
+        switch self {
+        case .and(let left, let right): return left.matches(values) && right.matches(values)
+        case .or(let left, let right): return left.matches(values) || right.matches(values)
+        case .not(let inner): return !inner.matches(values)
+        case .comparison(let column, let op, let literal):
+            let value = column < values.count ? values[column] : .null
+            if case .null = literal {
+                return op == "==" ? value.isNull : op == "!=" ? !value.isNull : false
+            }
+            if op == "contains" || op == "beginswith" {
+                guard case .string(let text) = value, case .string(let needle) = literal else { return false }
+                return op == "contains" ? text.contains(needle) : text.hasPrefix(needle)
+            }
+            guard let order = Self.compare(value, literal) else { return op == "!=" }
+            switch op {
+            case "==": return order == .orderedSame
+            case "!=": return order != .orderedSame
+            case "<": return order == .orderedAscending
+            case "<=": return order != .orderedDescending
+            case ">": return order == .orderedDescending
+            default: return order != .orderedAscending
+            }
+        }
+    }
+
+    private static func compare(_ value: StoredValue, _ literal: Literal) -> ComparisonResult? {
+        func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+            a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
+        }
+        switch (value, literal) {
+        case (.integer(let a), .number(let b)): return order(Double(a), b)
+        case (.double(let a), .number(let b)): return order(a, b)
+        case (.decimal(let a), .number(let b)): return order(NSDecimalNumber(decimal: a).doubleValue, b)
+        case (.string(let a), .string(let b)): return order(a, b)
+        case (.bool(let a), .bool(let b)): return a == b ? .orderedSame : (a ? .orderedDescending : .orderedAscending)
+        case (.uuid(let a), .string(let b)): return order(a.uuidString, b.uppercased())
+        case (.url(let a), .string(let b)): return order(a.absoluteString, b)
+        case (.date(let a), .string(let b)):
+            guard let date = try? Date(b, strategy: .iso8601) else { return nil }
+            return order(a, date)
+        default: return nil
+        }
+    }
+
+    private static func tokenize(_ text: String) throws -> [String] {
+        var tokens: [String] = []
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            if character.isWhitespace {
+                index = text.index(after: index)
+            } else if character == "'" || character == "\"" {
+                var end = text.index(after: index)
+                while end < text.endIndex, text[end] != character {
+                    end = text.index(after: end)
+                }
+                guard end < text.endIndex else { throw ToolFailure(.usage, "--where: a string is not closed.") }
+                tokens.append(String(text[index...end]))
+                index = text.index(after: end)
+            } else if "()".contains(character) {
+                tokens.append(String(character))
+                index = text.index(after: index)
+            } else if "=!<>".contains(character) {
+                var end = text.index(after: index)
+                if end < text.endIndex, text[end] == "=" {
+                    end = text.index(after: end)
+                }
+                tokens.append(String(text[index..<end]))
+                index = end
+            } else {
+                var end = index
+                while end < text.endIndex, !text[end].isWhitespace, !"()=!<>'\"".contains(text[end]) {
+                    end = text.index(after: end)
+                }
+                tokens.append(String(text[index..<end]))
+                index = end
+            }
+        }
+        return tokens
+    }
+
+    private struct Parser {
+        let tokens: [String]
+        let entity: EntityDescription
+        var index = 0
+
+        mutating func next() -> String? {
+            guard index < tokens.count else { return nil }
+            defer { index += 1 }
+            return tokens[index]
+        }
+
+        func peek() -> String? { index < tokens.count ? tokens[index].lowercased() : nil }
+
+        mutating func expression() throws -> RowFilter {
+            var left = try conjunction()
+            while peek() == "or" {
+                index += 1
+                left = .or(left, try conjunction())
+            }
+            return left
+        }
+
+        mutating func conjunction() throws -> RowFilter {
+            var left = try negation()
+            while peek() == "and" {
+                index += 1
+                left = .and(left, try negation())
+            }
+            return left
+        }
+
+        mutating func negation() throws -> RowFilter {
+            if peek() == "not" {
+                index += 1
+                return .not(try negation())
+            }
+            if peek() == "(" {
+                index += 1
+                let inner = try expression()
+                guard next() == ")" else { throw ToolFailure(.usage, "--where: a ')' is missing.") }
+                return inner
+            }
+            return try comparison()
+        }
+
+        mutating func comparison() throws -> RowFilter {
+            guard let name = next() else { throw ToolFailure(.usage, "--where: the expression ends early.") }
+            guard let column = entity.index(ofAttribute: name) else {
+                throw ToolFailure(
+                    .usage,
+                    "--where: '\(entity.name)' has no attribute '\(name)'; its attributes are "
+                        + "\(entity.attributes.map(\.name).joined(separator: ", ")).")
+            }
+            guard let op = next()?.lowercased(),
+                ["==", "!=", "<", "<=", ">", ">=", "contains", "beginswith", "="].contains(op)
+            else { throw ToolFailure(.usage, "--where: expected a comparison after '\(name)'.") }
+            guard let token = next() else { throw ToolFailure(.usage, "--where: a value is missing after '\(op)'.") }
+            let literal: Literal
+            if let first = token.first, first == "'" || first == "\"" {
+                literal = .string(String(token.dropFirst().dropLast()))
+            } else if let number = Double(token) {
+                literal = .number(number)
+            } else {
+                switch token.lowercased() {
+                case "true": literal = .bool(true)
+                case "false": literal = .bool(false)
+                case "nil", "null": literal = .null
+                default:
+                    throw ToolFailure(.usage, "--where: '\(token)' is not a value: quote strings ('text').")
+                }
+            }
+            return .comparison(column: column, op: op == "=" ? "==" : op, literal: literal)
+        }
+    }
+}
+
+/// The `--sort` keys of `qd export`: `name`, `-rating` (descending), separated by commas.
+struct RowOrder {
+    let keys: [(column: Int, descending: Bool)]
+
+    init(_ text: String, entity: EntityDescription) throws {
+        keys = try text.split(separator: ",").map { part in
+            var name = part.trimmingCharacters(in: .whitespaces)
+            var descending = false
+            if name.hasPrefix("-") {
+                descending = true
+                name.removeFirst()
+            } else if name.lowercased().hasSuffix(":desc") {
+                descending = true
+                name.removeLast(5)
+            }
+            guard let column = entity.index(ofAttribute: name) else {
+                throw ToolFailure(.usage, "--sort: '\(entity.name)' has no attribute '\(name)'.")
+            }
+            return (column, descending)
+        }
+    }
+
+    /// Whether `left` goes before `right` (`nil` first, as in an ascending Core Data sort).
+    func precedes(_ left: [StoredValue], _ right: [StoredValue]) -> Bool {
+        for (column, descending) in keys {
+            let order = Self.compare(left[column], right[column])
+            if order != .orderedSame {
+                return (order == .orderedAscending) != descending
+            }
+        }
+        return false
+    }
+
+    private static func compare(_ a: StoredValue, _ b: StoredValue) -> ComparisonResult {
+        func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
+            a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
+        }
+        switch (a, b) {
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedAscending
+        case (_, .null): return .orderedDescending
+        case (.integer(let x), .integer(let y)): return order(x, y)
+        case (.double(let x), .double(let y)): return order(x, y)
+        case (.string(let x), .string(let y)): return order(x, y)
+        case (.date(let x), .date(let y)): return order(x, y)
+        case (.decimal(let x), .decimal(let y)): return order(x, y)
+        case (.bool(let x), .bool(let y)): return x == y ? .orderedSame : (x ? .orderedDescending : .orderedAscending)
+        case (.uuid(let x), .uuid(let y)): return order(x.uuidString, y.uuidString)
+        case (.url(let x), .url(let y)): return order(x.absoluteString, y.absoluteString)
+        default: return .orderedSame
+        }
+    }
+}

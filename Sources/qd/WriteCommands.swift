@@ -1,0 +1,187 @@
+import Foundation
+@_spi(StoreTool) import QueueData
+
+/// The commands that write a store: `compact`, `convert` and `import`. Each takes the store's
+/// lock (and refuses a store another process holds, naming it).
+enum WriteCommands {
+    static let compactHelp = """
+        usage: qd compact STORE
+
+        Rewrites a journal store as one snapshot, atomically (a new file, synchronized, renamed
+        over the journal, directory synchronized): the log of every save shrinks to the live
+        data. A JSON store is rewritten by every save already: nothing to do. Takes the store's
+        lock: refused while another process has the store open (exit status 4).
+        """
+
+    static let convertHelp = """
+        usage: qd convert STORE OUT
+
+        Writes the store as another store file: OUT's extension picks the type (.journal or
+        .json), its name and directory the place. The new store is written under a temporary
+        name, read back and compared with the original, then given its name (never over an
+        existing file); the original is left as it was, and the store identifier (and so every
+        object ID) is kept. Takes the source's lock: refused while another process has it open.
+        """
+
+    static let importHelp = """
+        usage: qd import STORE --entity ENTITY [--format jsonl|csv] [--delimiter C] [--unique ATTR[,ATTR...]]
+                         [--on-conflict update|fail] [--batch-size N] FILE
+
+        Inserts the records of a JSON Lines or CSV (with a header row) file as objects of ENTITY,
+        in batches, without the app's model. Every record is checked before any is saved: a bad
+        one stops the import with its line and field, and nothing is imported. Fields name
+        attributes and relationships (object ID URIs of this store); objectID fields are ignored.
+        Stores do not record uniqueness constraints: --unique names the attributes that identify
+        an object, and a record matching an existing one updates it (--on-conflict update, the
+        default) or fails the import (--on-conflict fail). Takes the store's lock: refused while
+        another process has the store open.
+        """
+
+    static func compact(_ arguments: [String]) throws -> ExitStatus {
+        let parsed = try Arguments(arguments, valued: [], flags: [])
+        if parsed.wantsHelp {
+            printOutput(compactHelp)
+            return .success
+        }
+        guard parsed.positional.count == 1 else { throw ToolFailure(.usage, "compact takes one store file.") }
+        let location = try StoreLocation(parsed.positional[0])
+        let manager = try location.manager()
+        defer { manager.close() }
+        let before = fileSize(location.url)
+        do {
+            try manager.loadPersistentStore()
+            try manager.compactPersistentStore()
+        } catch {
+            throw location.failure(error, doing: "compact")
+        }
+        manager.close()
+        let after = fileSize(location.url)
+        if location.kind == "json" {
+            printOutput("\(location.url.path): a JSON store is rewritten whole by every save; nothing to compact.")
+        } else {
+            printOutput("\(location.url.path): compacted, \(before) → \(after) bytes.")
+        }
+        return .success
+    }
+
+    static func convert(_ arguments: [String]) throws -> ExitStatus {
+        let parsed = try Arguments(arguments, valued: [], flags: [])
+        if parsed.wantsHelp {
+            printOutput(convertHelp)
+            return .success
+        }
+        guard parsed.positional.count == 2 else { throw ToolFailure(.usage, "convert takes a store file and OUT.") }
+        let source = try StoreLocation(parsed.positional[0])
+        let target = try StoreLocation(parsed.positional[1])
+        guard source.url != target.url else { throw ToolFailure(.usage, "convert needs OUT to be another file.") }
+        guard !target.exists else {
+            throw ToolFailure(.failed, "\(target.url.path) exists: remove it, or convert to another name.")
+        }
+        let manager = try source.manager()
+        defer { manager.close() }
+        do {
+            try manager.loadPersistentStore()
+            try manager.migratePersistentStore(to: target.type, directory: target.directory, name: target.name)
+        } catch {
+            throw source.failure(error, doing: "convert")
+        }
+        manager.close()
+        printOutput(
+            "\(source.url.path) → \(target.url.path): \(target.kind) store written, read back and verified "
+                + "(\(fileSize(target.url)) bytes).")
+        return .success
+    }
+
+    static func importRecords(_ arguments: [String]) async throws -> ExitStatus {
+        let parsed = try Arguments(
+            arguments,
+            valued: ["--entity", "--format", "--delimiter", "--unique", "--on-conflict", "--batch-size"], flags: [])
+        if parsed.wantsHelp {
+            printOutput(importHelp)
+            return .success
+        }
+        guard parsed.positional.count == 2 else { throw ToolFailure(.usage, "import takes a store file and FILE.") }
+        guard let entityName = parsed.options["--entity"] else { throw ToolFailure(.usage, "import needs --entity.") }
+        let location = try StoreLocation(parsed.positional[0])
+        let file = URL(fileURLWithPath: parsed.positional[1])
+        var format: ImportFormat?
+        switch parsed.options["--format"] {
+        case nil: format = ImportFormat(fileExtension: file.pathExtension)
+        case "jsonl": format = .jsonLines
+        case "csv":
+            let delimiter = parsed.options["--delimiter"] ?? ","
+            guard delimiter.count == 1, let character = delimiter.first, character.isASCII,
+                !"\"\r\n".contains(character)
+            else {
+                throw ToolFailure(.usage, "--delimiter must be one ASCII character other than a quote or a line break.")
+            }
+            format = .csv(delimiter: character)
+        default: throw ToolFailure(.usage, "--format must be jsonl or csv.")
+        }
+        guard let format else {
+            throw ToolFailure(.usage, "the format of \(file.lastPathComponent) is unknown: pass --format jsonl or csv.")
+        }
+        let policy: MergePolicy
+        switch parsed.options["--on-conflict"] ?? "update" {
+        case "update": policy = .mergeByPropertyObjectTrump
+        case "fail": policy = .error
+        default: throw ToolFailure(.usage, "--on-conflict must be update or fail.")
+        }
+        var batchSize = 1_000
+        if let text = parsed.options["--batch-size"] {
+            guard let value = Int(text), value > 0 else { throw ToolFailure(.usage, "--batch-size needs a number.") }
+            batchSize = value
+        }
+        var constraints: [String: [[String]]] = [:]
+        if let unique = parsed.options["--unique"] {
+            constraints[entityName] = [unique.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }]
+        }
+        guard FileManager.default.fileExists(atPath: file.path) else {
+            throw ToolFailure(.unreadable, "\(file.path) does not exist.")
+        }
+        let manager: ContextManager
+        do {
+            manager = try location.manager(uniquenessConstraints: constraints)
+        } catch let error as ModelError {
+            throw ToolFailure(.usage, "--unique: \(error)")
+        }
+        defer { manager.close() }
+        let context: ManagedObjectContext
+        do {
+            try manager.loadPersistentStore()
+            context = try manager.createContext()
+        } catch {
+            throw location.failure(error, doing: "import into")
+        }
+        guard manager.managedObjectModel?.entitiesByName[entityName] != nil else {
+            throw ToolFailure(.usage, "the store has no entity '\(entityName)'.")
+        }
+        let progress = ProgressBar("import")
+        do {
+            let result = try await context.importRecords(
+                from: file, format: format, entityName: entityName, batchSize: batchSize, mergePolicy: policy,
+                progress: { progress.update($0.completedCount, of: $0.totalCount) })
+            progress.finish()
+            printOutput(
+                "\(file.path) → \(location.url.path): \(result.recordCount) records, \(result.insertedCount) inserted, "
+                    + "\(result.updatedCount) updated.")
+        } catch let error as ImportError {
+            progress.finish()
+            throw ToolFailure(.failed, "\(error) Nothing was imported.")
+        } catch let error as MergeConflictError {
+            progress.finish()
+            throw ToolFailure(
+                .failed,
+                "a record duplicates an existing object (\(error)); the batches before it were saved. "
+                    + "Use --on-conflict update to update existing objects instead.")
+        } catch {
+            progress.finish()
+            throw ToolFailure(.failed, "import failed: \(error)")
+        }
+        return .success
+    }
+
+    private static func fileSize(_ url: URL) -> Int {
+        (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+    }
+}

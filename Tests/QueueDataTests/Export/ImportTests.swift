@@ -1,0 +1,298 @@
+import Foundation
+import Testing
+
+@testable import QueueData
+
+final class Airport: ManagedObject {
+    @Attribute(.unique) var code: String = ""
+    @Attribute var name: String = ""
+    @Attribute var elevation: Int? = nil
+    @Attribute var opened: Date? = nil
+}
+
+let airportModel = ManagedObjectModel([Airport.self])
+
+/// A comparable summary of an `AllTypes` object's values (NaN as its text, so that it equals
+/// itself).
+private func summary(_ object: AllTypes) -> String {
+    [
+        "\(object.bool)", "\(object.int)", "\(object.int16)", "\(object.int32)", "\(object.int64)",
+        "\(object.double.bitPattern)", "\(object.float.bitPattern)", object.string.debugDescription,
+        "\(object.date.timeIntervalSince1970)", object.data.base64EncodedString(), object.uuid.uuidString,
+        object.url.absoluteString, "\(object.decimal)", String(describing: object.optionalString),
+        String(describing: object.optionalInt), String(describing: object.address),
+        String(describing: object.optionalAddress), "\(object.status)",
+    ].joined(separator: "|")
+}
+
+@Suite("Import")
+struct ImportTests {
+    /// Export every attribute type, import the file into another store: the same values.
+    @Test(arguments: ["csv", "jsonl"])
+    func exportImportsBackUnchanged(format: String) async throws {
+        let directory = TemporaryDirectory("import-roundtrip")
+        let source = journalManager(directory, name: "Source")
+        defer { source.close() }
+        let context = try source.createContext()
+        var generator = SeededGenerator(seed: exportSeed &+ 7)
+        let expected: [String] = try context.performAndWait {
+            for index in 0..<300 {
+                let object = context.insert(AllTypes.self)
+                object.bool = index % 2 == 0
+                object.int = Int.random(in: Int.min...Int.max, using: &generator)
+                object.int16 = Int16.random(in: Int16.min...Int16.max, using: &generator)
+                object.double = [0.1, -0.0, 1e-5, 1e15, .nan, .infinity, -.infinity, 3][index % 8]
+                object.float = Float.random(in: -1000...1000, using: &generator)
+                object.string = index == 0 ? "" : "\(index), \"quoted\"\r\nline é 日本 🙂"
+                object.date = Date(
+                    timeIntervalSince1970: Double(Int.random(in: -8_000_000...8_000_000_000, using: &generator)) / 8)
+                object.data = Data((0..<(index % 9)).map { UInt8(truncatingIfNeeded: $0 * 37) })
+                object.uuid = UUID()
+                object.url = URL(string: "https://example.com/\(index)?a=b")!
+                object.decimal = Decimal(string: "\(index).\(index % 100)")!
+                object.optionalString = index % 3 == 0 ? nil : index % 3 == 1 ? "" : "s\(index)"
+                object.optionalInt = index % 2 == 0 ? nil : -index
+                object.address = Address(street: "Rua \"\(index)\", 2º", zip: index % 2 == 0 ? nil : index)
+                object.optionalAddress = index % 4 == 0 ? nil : Address(street: "x", zip: 1)
+                object.status = index % 2 == 0 ? .planned : .booked
+            }
+            try context.save()
+            return try context.fetch(FetchRequest<AllTypes>()).map(summary)
+        }
+        let file = directory.file("all.\(format)")
+        _ = try await context.export(
+            FetchRequest<AllTypes>(), to: file,
+            formatter: format == "csv" ? CSVExportFormatter() as any ExportFormatter : JSONLinesExportFormatter())
+
+        let target = journalManager(directory, name: "Target")
+        defer { target.close() }
+        let importer = try target.createContext()
+        let result = try await importer.importRecords(from: file, entityName: "AllTypes", batchSize: 128)
+        #expect(result == ImportResult(recordCount: 300, insertedCount: 300, updatedCount: 0))
+        let imported = try importer.performAndWait { try importer.fetch(FetchRequest<AllTypes>()).map(summary) }
+        #expect(imported.count == expected.count)
+        for (got, want) in zip(imported, expected) where got != want {
+            Issue.record("imported \(got)\nexpected \(want)")
+            break
+        }
+    }
+
+    /// Records matching an existing object's unique attribute update it (an upsert); the others
+    /// are inserted; every context merges the batches.
+    @Test func uniquenessConstraintsDecideBetweenInsertAndUpsert() async throws {
+        let directory = TemporaryDirectory("import-upsert")
+        let manager = journalManager(directory, model: airportModel)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let watcher = try manager.createContext()
+        try context.performAndWait {
+            for (code, name) in [("LIS", "Lisboa"), ("OPO", "Porto")] {
+                let airport = context.insert(Airport.self)
+                airport.code = code
+                airport.name = name
+            }
+            try context.save()
+        }
+        let watched = try watcher.performAndWait { try watcher.fetch(FetchRequest<Airport>()).count }
+        #expect(watched == 2)
+        let lines = [
+            #"{"code": "LIS", "name": "Humberto Delgado", "elevation": 114}"#,
+            #"{"code": "FAO", "name": "Faro", "opened": "1965-07-11T00:00:00Z"}"#,
+            #"{"code": "FNC", "name": "Madeira", "elevation": null}"#,
+            #"{"code": "FAO", "name": "Faro Airport"}"#,
+        ]
+        let file = directory.file("airports.jsonl")
+        try Data(lines.joined(separator: "\n").utf8).write(to: file)
+        let reports = Recorder<ExportProgress>()
+        let result = try await context.importRecords(
+            from: file, entityName: "Airport", batchSize: 3, progress: { reports.record($0) })
+        #expect(result == ImportResult(recordCount: 4, insertedCount: 2, updatedCount: 2))
+        let stored = try context.performAndWait {
+            try context.fetch(FetchRequest<Airport>(sortBy: [SortDescriptor(\.code)])).map {
+                "\($0.code) \($0.name) \($0.elevation.map(String.init) ?? "-") \($0.opened.map { ISO8601Text.string($0) } ?? "-")"
+            }
+        }
+        #expect(
+            stored == [
+                "FAO Faro Airport - -", "FNC Madeira - -", "LIS Humberto Delgado 114 -", "OPO Porto - -",
+            ])
+        flush(context)
+        #expect(reports.values.last == ExportProgress(completedCount: 4, totalCount: 4))
+        flush(watcher)
+        let merged = try watcher.performAndWait {
+            try watcher.fetch(FetchRequest<Airport>(sortBy: [SortDescriptor(\.code)])).map(\.name)
+        }
+        #expect(merged == ["Faro Airport", "Madeira", "Humberto Delgado", "Porto"])
+
+        // Under .error, a duplicate fails the save: nothing of that batch is written.
+        try Data(#"{"code": "OPO", "name": "Again"}"#.utf8).write(to: file)
+        await #expect(throws: MergeConflictError.self) {
+            try await context.importRecords(from: file, entityName: "Airport", mergePolicy: .error)
+        }
+        let count = try context.performAndWait { try context.count(for: FetchRequest<Airport>()) }
+        #expect(count == 4)
+    }
+
+    /// CSV written by Python's `csv` module (an independent writer) imports with its quoting,
+    /// line breaks, delimiters and empty strings.
+    @Test func csvWrittenByPythonImports() async throws {
+        let directory = TemporaryDirectory("import-python")
+        let file = directory.file("airports.csv")
+        let names = ["a,b", "say \"hi\"", "two\nlines", "crlf\r\nline", "", "é 日本 🙂", " spaced ", "tab\there"]
+        let script = """
+            import csv, json, sys
+            names = json.loads(sys.argv[2])
+            with open(sys.argv[1], "w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                w.writerow(["code", "name", "elevation"])
+                for i, name in enumerate(names):
+                    w.writerow([f"C{i}", name, i * 10 if i % 2 else ""])
+            """
+        let namesJSON = String(decoding: try JSONSerialization.data(withJSONObject: names), as: UTF8.self)
+        let output = try runPython(script, [file.path, namesJSON])
+        #expect(output.status == 0, "\(output.standardError)")
+        let manager = journalManager(directory, model: airportModel)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let result = try await context.importRecords(from: file, entityName: "Airport")
+        #expect(result.insertedCount == names.count)
+        let stored = try context.performAndWait {
+            try context.fetch(FetchRequest<Airport>()).map { ($0.code, $0.name, $0.elevation) }
+        }
+        #expect(stored.map(\.1) == names)
+        #expect(stored.map(\.0) == names.indices.map { "C\($0)" })
+        #expect(stored.map(\.2) == names.indices.map { $0 % 2 == 1 ? $0 * 10 : nil })
+    }
+
+    /// Relationships hold object ID URIs of the store: resolved on import; an unknown one is an
+    /// error naming the line and field.
+    @Test func relationshipsResolveToObjectsOfTheStore() async throws {
+        let directory = TemporaryDirectory("import-graph")
+        let manager = graphManager("journal", directory)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let (expedition, tags) = try context.performAndWait {
+            let expedition = context.insert(Expedition.self)
+            expedition.title = "Andes"
+            let tags = (0..<2).map { index -> Tag in
+                let tag = context.insert(Tag.self)
+                tag.label = "t\(index)"
+                return tag
+            }
+            try context.save()
+            return (expedition.objectID, tags.map(\.objectID))
+        }
+        let file = directory.file("waypoints.jsonl")
+        try Data(
+            """
+            {"name": "Quito", "expedition": "\(expedition)"}
+            {"name": "Cusco", "expedition": null}
+
+            """.utf8
+        ).write(to: file)
+        _ = try await context.importRecords(from: file, entityName: "Waypoint")
+        let waypoints = try context.performAndWait {
+            let andes = try context.existingObject(with: expedition, as: Expedition.self)
+            return andes.waypoints.map(\.name)
+        }
+        #expect(waypoints == ["Quito"])
+
+        let csv = directory.file("expeditions.csv")
+        try Data("title,tags\r\nPatagonia,\(tags[0]) \(tags[1])\r\n".utf8).write(to: csv)
+        _ = try await context.importRecords(from: csv, entityName: "Expedition")
+        let labels = try context.performAndWait {
+            try context.first(Expedition.self, where: #Predicate { $0.title == "Patagonia" }).tags.map(\.label).sorted()
+        }
+        #expect(labels == ["t0", "t1"])
+
+        let foreign = ObjectID(uriRepresentation: URL(string: "x-queuedata://\(UUID().uuidString)/Expedition/p1")!)!
+        try Data(#"{"name": "Lima", "expedition": "\#(foreign)"}"#.utf8).write(to: file)
+        let error = await #expect(throws: ImportError.self) {
+            try await context.importRecords(from: file, entityName: "Waypoint")
+        }
+        #expect(error?.code == .invalidValue)
+        #expect(error?.line == 1)
+        #expect(error?.field == "expedition")
+    }
+
+    /// Bad input: a typed error naming the line and field, and nothing imported, even when the
+    /// bad record comes after good ones.
+    @Test(
+        arguments: [
+            (
+                "jsonl", "{\"code\": \"A\"}\n{\"code\": \"B\", \"elevation\": \"high\"}\n",
+                ImportError.Code.invalidValue, 2, "elevation"
+            ),
+            ("jsonl", "{\"code\": \"A\"}\n{\"code\": \"B\", \"runway\": 3}\n", .unknownField, 2, "runway"),
+            ("jsonl", "{\"code\": \"A\"}\n\n{\"code\": \n", .malformedRecord, 3, nil),
+            ("jsonl", "[1, 2]\n", .malformedRecord, 1, nil),
+            ("jsonl", "{\"code\": null}\n", .invalidValue, 1, "code"),
+            ("jsonl", "{\"code\": \"A\", \"opened\": \"yesterday\"}\n", .invalidValue, 1, "opened"),
+            ("csv", "code,name\r\nA,x\r\nB\r\n", .malformedRecord, 3, nil),
+            ("csv", "code,name\r\nA,\"unterminated\r\n", .malformedRecord, 2, nil),
+            ("csv", "code,name\r\nA,x\"y\r\n", .malformedRecord, 2, nil),
+            ("csv", "code,name\r\nA,\"x\"y\r\n", .malformedRecord, 2, nil),
+            ("csv", "code,height\r\n", .unknownField, 1, "height"),
+            ("csv", "code,elevation\r\nA,1\r\n\"multi\nline\",12.5\r\n", .invalidValue, 3, "elevation"),
+            ("csv", "", .missingHeader, 1, nil),
+        ] as [(String, String, ImportError.Code, Int, String?)])
+    func badInputIsRefusedWithItsPlace(
+        format: String, text: String, code: ImportError.Code, line: Int, field: String?
+    ) async throws {
+        let directory = TemporaryDirectory("import-bad")
+        let manager = makeManager(model: airportModel)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let file = directory.file("bad.\(format)")
+        try Data(text.utf8).write(to: file)
+        let error = await #expect(throws: ImportError.self) {
+            try await context.importRecords(from: file, entityName: "Airport", batchSize: 1)
+        }
+        #expect(error?.code == code, "\(String(describing: error))")
+        #expect(error?.line == line, "\(String(describing: error))")
+        #expect(error?.field == field, "\(String(describing: error))")
+        #expect(error?.url == file)
+        let count = try context.performAndWait { try context.count(for: FetchRequest<Airport>()) }
+        #expect(count == 0)
+    }
+
+    /// Random bytes, and random damage to a valid file, give a typed error or records, never a
+    /// trap; a file that imports has exactly its valid records.
+    @Test(arguments: ["csv", "jsonl"])
+    func damagedFilesNeverTrap(format: String) async throws {
+        let directory = TemporaryDirectory("import-fuzz")
+        let manager = makeManager(model: airportModel)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        var generator = SeededGenerator(seed: exportSeed &+ 11)
+        let valid =
+            format == "csv"
+            ? Array("code,name,elevation\r\nLIS,\"Lisboa, PT\",114\r\nOPO,Porto,\r\n\"F\"\"AO\",\"a\nb\",7\r\n".utf8)
+            : Array("{\"code\": \"LIS\", \"name\": \"Lisboa\"}\n{\"code\": \"OPO\", \"elevation\": 2}\n".utf8)
+        let file = directory.file("fuzz.\(format)")
+        for round in 0..<200 {
+            var bytes = valid
+            if round % 3 == 0 {
+                bytes = (0..<Int.random(in: 0...80, using: &generator)).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                }
+            } else {
+                for _ in 0..<Int.random(in: 1...4, using: &generator) where !bytes.isEmpty {
+                    let index = Int.random(in: 0..<bytes.count, using: &generator)
+                    switch Int.random(in: 0...2, using: &generator) {
+                    case 0: bytes[index] = [0x22, 0x2C, 0x0A, 0x0D, 0x7B, 0xFF, 0x00].randomElement(using: &generator)!
+                    case 1: bytes.remove(at: index)
+                    default: bytes.removeSubrange(index...)
+                    }
+                }
+            }
+            try Data(bytes).write(to: file)
+            do {
+                _ = try await context.importRecords(
+                    from: file, entityName: "Airport", mergePolicy: .mergeByPropertyObjectTrump)
+            } catch is ImportError {
+            } catch is ValidationError {
+            }
+        }
+    }
+}

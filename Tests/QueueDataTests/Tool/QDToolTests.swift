@@ -1,0 +1,355 @@
+import Foundation
+import Testing
+
+@_spi(StoreTool) @_spi(Fuzzing) @testable import QueueData
+
+/// The `qd` executable the tests run: `QD_PATH`, or the one built beside the test bundle.
+private let qdPath: String = {
+    if let path = ProcessInfo.processInfo.environment["QD_PATH"] {
+        return path
+    }
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("qd"),
+        Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("qd"),
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../.build/debug/qd"),
+    ]
+    return (candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]).path
+}()
+
+/// Runs `qd` with `arguments`.
+private func qd(_ arguments: String...) throws -> ProcessOutput {
+    try runProcess(qdPath, arguments)
+}
+
+/// The JSON object `qd` printed.
+private func json(_ output: ProcessOutput) throws -> [String: Any] {
+    try #require(
+        try JSONSerialization.jsonObject(with: Data(output.standardOutput.utf8)) as? [String: Any],
+        "\(output.standardOutput)\n\(output.standardError)")
+}
+
+/// A graph store of `kind` (journal or json) in `directory`, written by the library: an explorer,
+/// expeditions with waypoints and tags, some saves, a deletion.
+private func writeGraphStore(_ kind: String, _ directory: TemporaryDirectory) throws -> URL {
+    let manager = graphManager(kind, directory)
+    defer { manager.close() }
+    let context = try manager.createContext()
+    try context.performAndWait {
+        let ada = context.insert(Explorer.self)
+        ada.name = "Ada, \"the\" first"
+        let tags = (0..<3).map { index -> Tag in
+            let tag = context.insert(Tag.self)
+            tag.label = "t\(index)"
+            return tag
+        }
+        try context.save()
+        for index in 0..<12 {
+            let expedition = context.insert(Expedition.self)
+            expedition.title = "E\(index)"
+            expedition.leader = index % 3 == 0 ? nil : ada
+            expedition.tags = Set(tags.prefix(index % 4))
+            expedition.waypoints = (0..<(index % 3)).map { step in
+                let waypoint = context.insert(Waypoint.self)
+                waypoint.name = "w\(index).\(step)"
+                return waypoint
+            }
+            try context.save()
+        }
+        context.delete(try context.fetch(FetchRequest<Expedition>(fetchLimit: 1))[0])
+        try context.save()
+    }
+    return directory.file("Store.\(kind)")
+}
+
+@Suite("qd")
+struct QDToolTests {
+    @Test(arguments: ["journal", "json"])
+    func inspectShowsWhatTheLibraryWrote(kind: String) throws {
+        let directory = TemporaryDirectory("qd-inspect")
+        let store = try writeGraphStore(kind, directory)
+        let before = try directory.bytes(of: store.lastPathComponent)
+        let output = try qd("inspect", store.path, "--json")
+        #expect(output.status == 0, "\(output.standardError)")
+        let report = try json(output)
+        let contents = try #require(try StoreInspection.inspect(store).contents)
+        #expect(report["storeIdentifier"] as? String == contents.metadata.storeIdentifier.uuidString)
+        #expect(report["versionHash"] as? String == graphModel.versionHash)
+        #expect(report["format"] as? String == kind)
+        #expect(report["fileSize"] as? Int == before.count)
+        let entities = try #require(report["entities"] as? [[String: Any]])
+        let rows = Dictionary(uniqueKeysWithValues: entities.map { ($0["name"] as! String, $0["rows"] as! Int) })
+        #expect(rows == ["Explorer": 1, "Expedition": 11, "Waypoint": 12, "Tag": 3, "Passport": 0])
+        let expedition = try #require(entities.first { $0["name"] as? String == "Expedition" })
+        let relationships = try #require(expedition["relationships"] as? [[String: Any]])
+        let waypoints = try #require(relationships.first { $0["name"] as? String == "waypoints" })
+        #expect(waypoints["inverse"] as? String == "expedition")
+        #expect(waypoints["ordered"] as? Bool == true)
+        #expect(waypoints["deleteRule"] as? String == "cascade")
+        if kind == "journal" {
+            #expect(report["records"] as? Int == 15)
+            #expect(report["tornTail"] is NSNull)
+        }
+        let text = try qd("inspect", store.path)
+        #expect(text.status == 0)
+        #expect(
+            text.standardOutput.contains(
+                "waypoints → Waypoint (ordered to-many), inverse expedition, delete rule cascade"))
+        let verify = try qd("verify", store.path)
+        #expect(verify.status == 0, "\(verify.standardOutput)")
+        #expect(verify.standardOutput.contains("sound"))
+        #expect(try directory.bytes(of: store.lastPathComponent) == before)
+    }
+
+    /// A torn tail is a warning with its offset; damage followed by valid records is an error
+    /// at the damaged record's offset; nothing is modified.
+    @Test func verifyReportsTornAndCorruptedJournalsWithOffsets() throws {
+        let directory = TemporaryDirectory("qd-verify")
+        let store = try writeGraphStore("journal", directory)
+        let intact = try directory.bytes(of: "Store.journal")
+        let offsets = recordOffsets(intact)
+
+        // A torn tail: half a record appended.
+        try directory.write(intact + Array(intact[offsets[3]..<(offsets[3] + 30)]), to: "Store.journal")
+        var output = try qd("verify", store.path, "--json")
+        #expect(output.status == 0, "\(output.standardOutput)")
+        var report = try json(output)
+        var problems = try #require(report["problems"] as? [[String: Any]])
+        #expect(problems.count == 1)
+        #expect(problems.first?["severity"] as? String == "warning")
+        #expect(problems.first?["offset"] as? Int == intact.count)
+        let inspected = try json(try qd("inspect", store.path, "--json"))
+        #expect((inspected["tornTail"] as? [String: Any])?["offset"] as? Int == intact.count)
+        #expect(try directory.bytes(of: "Store.journal") == intact + Array(intact[offsets[3]..<(offsets[3] + 30)]))
+
+        // Two damaged records in the middle: both reported, at their offsets.
+        var damaged = intact
+        damaged[offsets[4] + 30] ^= 0x40
+        damaged[offsets[9] + 2] ^= 0x01
+        try directory.write(damaged, to: "Store.journal")
+        output = try qd("verify", store.path, "--json")
+        #expect(output.status == 1)
+        report = try json(output)
+        #expect(report["sound"] as? Bool == false)
+        problems = try #require(report["problems"] as? [[String: Any]])
+        let damagedOffsets = problems.compactMap { $0["offset"] as? Int }
+        #expect(damagedOffsets.contains(offsets[4]), "\(problems)")
+        #expect(damagedOffsets.contains(offsets[9]), "\(problems)")
+        let text = try qd("verify", store.path)
+        #expect(text.status == 1)
+        #expect(
+            text.standardOutput.contains("error: offset \(offsets[4]): damaged record (the checksum does not match)"))
+        #expect(try directory.bytes(of: "Store.journal") == damaged)
+        // Reading commands still read the valid prefix; opening in the library refuses.
+        #expect(try qd("inspect", store.path).status == 0)
+    }
+
+    /// References that do not resolve and inverses that do not point back are reported, with the
+    /// row's line (JSON) or the record that last wrote it (journal).
+    @Test(arguments: ["journal", "json"])
+    func verifyFindsBrokenReferences(kind: String) throws {
+        let directory = TemporaryDirectory("qd-references")
+        let store = try writeGraphStore(kind, directory)
+        var contents = try #require(try StoreInspection.inspect(store).contents)
+        let expedition = contents.schema.first { $0.name == "Expedition" }!
+        let leaderColumn = expedition.column(ofRelationship: "leader")!
+        contents.rows["Expedition"]![2].values[leaderColumn] = .integer(999)
+        let key = contents.rows["Expedition"]![2].primaryKey
+        let bytes: [UInt8]
+        if kind == "journal" {
+            bytes = StoreDecoding.encodeJournal(contents)
+        } else {
+            bytes = JSONDocumentWriter.document(
+                metadata: contents.metadata, schema: contents.schema,
+                rowCount: { contents.rows[contents.schema[$0].name]?.count ?? 0 },
+                forEachRow: { index, body in
+                    for row in contents.rows[contents.schema[index].name] ?? [] { body(row.primaryKey, row.values) }
+                })
+        }
+        try directory.write(bytes, to: store.lastPathComponent)
+        let output = try qd("verify", store.path, "--json")
+        #expect(output.status == 1)
+        let problems = try #require(try json(output)["problems"] as? [[String: Any]])
+        let messages = problems.map { $0["message"] as! String }
+        #expect(
+            messages.contains {
+                $0.contains("Expedition row \(key): leader refers to Explorer row 999, which does not exist")
+            }, "\(messages)")
+        #expect(problems.allSatisfy { $0["offset"] is Int }, "\(problems)")
+        if kind == "json" {
+            #expect(problems.allSatisfy { $0["line"] is Int })
+        }
+        #expect(try directory.bytes(of: store.lastPathComponent) == bytes)
+    }
+
+    /// Random damage to a journal and a JSON store: qd reports, exits 0, 1 or 3, and never
+    /// crashes or modifies the file.
+    @Test(arguments: ["journal", "json"])
+    func damagedStoresNeverCrashTheTool(kind: String) throws {
+        let directory = TemporaryDirectory("qd-fuzz")
+        let store = try writeGraphStore(kind, directory)
+        let intact = try directory.bytes(of: store.lastPathComponent)
+        var generator = SeededGenerator(seed: exportSeed &+ 5)
+        for round in 0..<25 {
+            var bytes = intact
+            for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                let index = Int.random(in: 0..<bytes.count, using: &generator)
+                if round % 4 == 3 {
+                    bytes.removeSubrange(index...)
+                } else {
+                    bytes[index] ^= UInt8.random(in: 1...255, using: &generator)
+                }
+                if bytes.isEmpty { break }
+            }
+            try directory.write(bytes, to: store.lastPathComponent)
+            for command in ["verify", "inspect"] {
+                let output = try qd(command, store.path, "--json")
+                #expect(
+                    [0, 1, 3].contains(output.status),
+                    "round \(round) \(command): \(output.status) \(output.standardError)")
+            }
+            #expect(try directory.bytes(of: store.lastPathComponent) == bytes)
+        }
+    }
+
+    @Test func unreadableFilesAndUsage() throws {
+        let directory = TemporaryDirectory("qd-usage")
+        try directory.write(Array("not a store".utf8), to: "Junk.journal")
+        #expect(try qd("inspect", directory.file("Junk.journal").path).status == 3)
+        #expect(try qd("verify", directory.file("Missing.json").path).status == 3)
+        #expect(try qd("inspect", directory.file("x.txt").path).status == 2)
+        #expect(try qd("frobnicate").status == 2)
+        #expect(try qd().status == 2)
+        let help = try qd("--help")
+        #expect(help.status == 0)
+        for command in ["inspect", "verify", "compact", "convert", "export", "import"] {
+            #expect(help.standardOutput.contains(command))
+            let commandHelp = try qd(command, "--help")
+            #expect(commandHelp.status == 0)
+            #expect(commandHelp.standardOutput.hasPrefix("usage: qd \(command)"))
+        }
+    }
+
+    /// While another process holds the store, reading commands work and writing ones refuse,
+    /// naming the lock and its holder; nothing is modified.
+    @Test func writingCommandsRefuseAHeldStore() throws {
+        let directory = TemporaryDirectory("qd-locked")
+        let store = try writeGraphStore("journal", directory)
+        let before = try directory.bytes(of: "Store.journal")
+        let holder = graphManager("journal", directory)
+        defer { holder.close() }
+        try holder.loadPersistentStore()
+        for arguments in [
+            ["compact", store.path], ["convert", store.path, directory.file("Out.json").path],
+            ["import", store.path, "--entity", "Tag", directory.file("tags.jsonl").path],
+        ] {
+            try directory.write(Array("{\"label\": \"x\"}\n".utf8), to: "tags.jsonl")
+            let output = try runProcess(qdPath, arguments)
+            #expect(output.status == 4, "\(arguments): \(output.standardError)")
+            #expect(output.standardError.contains(directory.file("Store.lock").standardizedFileURL.path))
+            #expect(output.standardError.contains("process \(getpid())"), "\(output.standardError)")
+        }
+        #expect(try qd("verify", store.path).status == 0)
+        #expect(try qd("inspect", store.path).standardOutput.contains("held by process \(getpid())"))
+        #expect(try qd("export", store.path, "--entity", "Tag", "--format", "jsonl").status == 0)
+        #expect(try directory.bytes(of: "Store.journal") == before)
+        #expect(!directory.contents.contains("Out.json"))
+    }
+
+    /// `qd export` writes what the library's export writes for the same request, and its
+    /// `--where`/`--sort` select what a fetch selects.
+    @Test func exportMatchesTheLibrarysExport() async throws {
+        let directory = TemporaryDirectory("qd-export")
+        let manager = journalManager(directory)
+        let context = try manager.createContext()
+        var generator = SeededGenerator(seed: exportSeed &+ 3)
+        try context.performAndWait {
+            for index in 0..<200 {
+                let destination = context.insert(Destination.self)
+                destination.name = "n\(Int.random(in: 0...50, using: &generator)), \"q\""
+                destination.country = ["PT", "JP", "EC"].randomElement(using: &generator)!
+                destination.rating = Int.random(in: 0...9, using: &generator)
+                destination.visited = index % 3 == 0 ? nil : Date(timeIntervalSince1970: Double(index) * 86_400)
+            }
+            try context.save()
+        }
+        let request = FetchRequest<Destination>(
+            predicate: #Predicate { $0.rating >= 4 && $0.country != "JP" },
+            sortBy: [SortDescriptor(\.rating, order: .reverse), SortDescriptor(\.name)])
+        for format in ["csv", "json", "jsonl"] {
+            let formatter: any ExportFormatter =
+                switch format {
+                case "csv": CSVExportFormatter()
+                case "json": JSONExportFormatter()
+                default: JSONLinesExportFormatter()
+                }
+            _ = try await context.export(request, to: directory.file("library.\(format)"), formatter: formatter)
+            let output = try qd(
+                "export", directory.file("Store.journal").path, "--entity", "Destination", "--format", format,
+                "--where", "rating >= 4 and country != 'JP'", "--sort", "-rating,name", "-o",
+                directory.file("qd.\(format)").path)
+            #expect(output.status == 0, "\(output.standardError)")
+            #expect(try directory.bytes(of: "qd.\(format)") == directory.bytes(of: "library.\(format)"), "\(format)")
+            let piped = try qd(
+                "export", directory.file("Store.journal").path, "--entity", "Destination", "--format", format,
+                "--where", "rating >= 4 and country != 'JP'", "--sort", "-rating,name")
+            #expect(Array(piped.standardOutput.utf8) == (try directory.bytes(of: "library.\(format)")))
+            #expect(!piped.standardError.contains("["), "no progress bar when not a terminal")
+        }
+        manager.close()
+        let bad = try qd("export", directory.file("Store.journal").path, "--entity", "Nope", "--format", "csv")
+        #expect(bad.status == 2)
+        #expect(bad.standardError.contains("Destination"))
+    }
+
+    /// `qd convert` writes a verified store of the other type that the library opens with the
+    /// same rows; `qd compact` shrinks a journal; `qd import` inserts and upserts.
+    @Test func convertCompactAndImport() throws {
+        let directory = TemporaryDirectory("qd-write")
+        let store = try writeGraphStore("journal", directory)
+        let original = try directory.bytes(of: "Store.journal")
+        let converted = directory.file("Copy.json")
+        let output = try qd("convert", store.path, converted.path)
+        #expect(output.status == 0, "\(output.standardError)")
+        #expect(try directory.bytes(of: "Store.journal") == original)
+        #expect(try qd("verify", converted.path).status == 0)
+        let a = try #require(try StoreInspection.inspect(store).contents)
+        let b = try #require(try StoreInspection.inspect(converted).contents)
+        #expect(a.metadata.storeIdentifier == b.metadata.storeIdentifier)
+        for entity in a.schema {
+            let left = (a.rows[entity.name] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+            let right = (b.rows[entity.name] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+            #expect(left == right, "\(entity.name)")
+        }
+        #expect(try qd("convert", store.path, converted.path).status == 5)
+
+        let compact = try qd("compact", store.path)
+        #expect(compact.status == 0, "\(compact.standardError)")
+        #expect(try directory.bytes(of: "Store.journal").count < original.count)
+        let reopened = try #require(try StoreInspection.inspect(store).contents)
+        for entity in a.schema {
+            #expect(reopened.rows[entity.name]?.count == a.rows[entity.name]?.count)
+        }
+        #expect(try json(try qd("inspect", store.path, "--json"))["records"] as? Int == 1)
+
+        try directory.write(
+            Array("{\"label\": \"t1\"}\n{\"label\": \"new\"}\n{\"label\": \"t0\", \"objectID\": \"ignored\"}\n".utf8),
+            to: "tags.jsonl")
+        let imported = try qd(
+            "import", store.path, "--entity", "Tag", "--unique", "label", directory.file("tags.jsonl").path)
+        #expect(imported.status == 0, "\(imported.standardError)")
+        #expect(imported.standardOutput.contains("3 records, 1 inserted, 2 updated"), "\(imported.standardOutput)")
+        do {
+            let manager = graphManager("journal", directory)
+            defer { manager.close() }
+            let reader = try manager.createContext()
+            let labels = try reader.performAndWait { try reader.fetch(FetchRequest<Tag>()).map(\.label).sorted() }
+            #expect(labels == ["new", "t0", "t1", "t2"])
+        }
+
+        try directory.write(Array("label\r\nok\r\n\"broken\r\n".utf8), to: "bad.csv")
+        let refused = try qd("import", store.path, "--entity", "Tag", directory.file("bad.csv").path)
+        #expect(refused.status == 5)
+        #expect(refused.standardError.contains("line 3"), "\(refused.standardError)")
+        #expect(refused.standardError.contains("Nothing was imported"))
+    }
+}
