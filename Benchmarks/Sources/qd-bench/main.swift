@@ -5,7 +5,7 @@
 // `--only` runs the groups whose name contains one of the NAMEs (`--only goals`: the groups
 // of the P1–P10 table). Groups: memory, attribute, insert, fetch, filter, journal, json,
 // savers, migration, graph, fanout, unique, conflict, merge, throughput, observation, index,
-// export.
+// export, compaction.
 //
 // Every figure is a median of several runs, and is reported as a ratio against a baseline
 // measured in the same process: absolute times drift on shared machines, ratios much less.
@@ -568,7 +568,8 @@ if shouldRun("throughput") {
 
 if shouldRun("export") {
     // 100k and 1M records (10k in quick mode), each in a store of its own.
-    results += try exportMeasurements(sizes: quick || count >= 1_000_000 ? [count] : [count, 1_000_000], repetitions: 3)
+    results += try exportMeasurements(
+        sizes: quick || count >= 1_000_000 ? [count] : [count, 1_000_000], repetitions: 3)
 }
 
 if shouldRun("observation") {
@@ -580,6 +581,13 @@ if shouldRun("observation") {
 if shouldRun("index") {
     results += try indexMeasurements(
         sizes: quick ? [10_000] : [100_000, 1_000_000], lookups: quick ? 200 : 1_000, repetitions: repetitions)
+}
+
+// MARK: P4c — saves while the journal compacts itself
+
+if shouldRun("compaction") {
+    results += try compactionMeasurements(
+        sizes: quick || count >= 1_000_000 ? [count] : [count, 1_000_000], compactions: 2)
 }
 
 printTable(results)

@@ -224,7 +224,7 @@ struct JournalStoreTests {
     }
 
     @Test(
-        "an automatic compaction failing before it replaces the journal leaves the save to its sync; failing after, it fails the save"
+        "compacting inside the save: failing before it replaces the journal leaves the save to its sync; failing after, it fails the save"
     )
     func automaticCompactionFailures() throws {
         let payload = String(repeating: "x", count: 2_000)
@@ -258,7 +258,7 @@ struct JournalStoreTests {
         // Where the first automatic compaction renames its new file over the journal.
         let counting = FaultyFileSystem()
         let probe = TemporaryDirectory("journal-auto-probe")
-        let probeManager = journalManager(probe, fileSystem: counting)
+        let probeManager = journalManager(probe, fileSystem: counting, backgroundCompaction: false)
         let compactionRound = try saveRounds(probeManager, counting) { _ in counting.log.contains("rename") }
         let rename = try #require(counting.log.firstIndex(of: "rename")) + 1
         probeManager.close()
@@ -268,7 +268,7 @@ struct JournalStoreTests {
         // durable by its sync, and a later save's compaction succeeds.
         let before = TemporaryDirectory("journal-auto-before")
         let faulty = FaultyFileSystem()
-        let beforeManager = journalManager(before, fileSystem: faulty)
+        let beforeManager = journalManager(before, fileSystem: faulty, backgroundCompaction: false)
         _ = try saveRounds(beforeManager, faulty, failAt: rename) { $0 == compactionRound + 10 }
         beforeManager.close()
         #expect(!before.contents.contains { $0.contains(".tmp-") }, "a temporary file was left")
@@ -279,7 +279,7 @@ struct JournalStoreTests {
         // save fails, keeping its changes, and the journal refuses commits until reopened.
         let after = TemporaryDirectory("journal-auto-after")
         let failing = FaultyFileSystem()
-        let afterManager = journalManager(after, fileSystem: failing)
+        let afterManager = journalManager(after, fileSystem: failing, backgroundCompaction: false)
         let context = try afterManager.createContext()
         try context.performAndWait {
             let object = context.insert(Destination.self)

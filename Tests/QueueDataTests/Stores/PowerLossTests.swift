@@ -180,11 +180,11 @@ struct PowerLossTests {
         expectStates(acknowledged, in: [names + ["after"]], reading: read)
     }
 
-    @Test("a power cut at any step of a save that compacts the journal keeps the save once it returned")
+    @Test("a power cut at any step of a save that compacts the journal inside it keeps the save once it returned")
     func journalAutomaticCompaction() throws {
         let directory = TemporaryDirectory("power-loss-auto-compact")
         let fileSystem = PowerLossFileSystem()
-        let manager = journalManager(directory, fileSystem: fileSystem)
+        let manager = journalManager(directory, fileSystem: fileSystem, backgroundCompaction: false)
         // Three saves of 370 KB in one row take the log past 1 MiB and twice the live data:
         // the third save compacts the journal.
         let payload = String(repeating: "x", count: 370_000)
@@ -219,6 +219,72 @@ struct PowerLossTests {
         }
         expectStates(during(cuts), in: [["2"], ["3"]], reading: round)
         expectStates(acknowledged, in: [["3"]], reading: round)
+    }
+
+    @Test(
+        "a power cut at any step of a background compaction, or of the save that finishes it, keeps every save once it returned"
+    )
+    func journalBackgroundCompaction() throws {
+        let directory = TemporaryDirectory("power-loss-background-compact")
+        let fileSystem = PowerLossFileSystem()
+        let stores = Locked<[JournalStore]>([])
+        let manager = journalManager(
+            directory, fileSystem: fileSystem,
+            onStore: { store in
+                stores.withLock { $0.append(store) }
+            })
+        // As above: the third save finds the journal due for compaction, and starts writing the
+        // snapshot off the saving path; the fourth save finishes it.
+        let payload = String(repeating: "x", count: 370_000)
+        let context = try manager.createContext()
+        let object = try context.performAndWait {
+            let object = context.insert(Destination.self)
+            try context.save()
+            for round in 1...2 {
+                object.country = payload + "\(round)"
+                try context.save()
+            }
+            return object.objectID
+        }
+        let save = { (round: Int) throws in
+            try context.performAndWait {
+                (context.object(with: object) as! Destination).country = payload + "\(round)"
+                try context.save()
+            }
+        }
+        fileSystem.startRecordingCuts(of: directory.url)
+        try save(3)
+        let third = after("after the third save returned", fileSystem, directory)
+        // The snapshot is written in the background; a cut while it is written leaves the journal
+        // (the cuts recorded during the third save itself may also leave it before that save).
+        try #require(stores.withLock { $0.count } == 1)
+        stores.withLock { $0[0] }.compactionWrites.wait()
+        let written = fileSystem.stopRecordingCuts()
+        try #require(
+            written.contains { $0.description.hasPrefix("create Store.journal.tmp-") },
+            "the third save started no compaction")
+        #expect(!written.contains { $0.description.hasPrefix("rename") })
+        fileSystem.startRecordingCuts(of: directory.url)
+        try save(4)
+        let finishing = fileSystem.stopRecordingCuts()
+        let acknowledged = after("after the fourth save returned", fileSystem, directory)
+        manager.close()
+        try #require(
+            finishing.contains { $0.description.hasPrefix("rename") }, "the fourth save did not finish the compaction")
+        #expect(try directory.bytes(of: "Store.journal").count < payload.utf8.count * 3)
+
+        let round = { (directory: TemporaryDirectory) throws -> [String] in
+            let manager = journalManager(directory)
+            defer { manager.close() }
+            let context = try manager.createContext()
+            return try context.performAndWait {
+                try context.fetch(FetchRequest<Destination>()).map { String($0.country.drop { $0 == "x" }) }
+            }
+        }
+        expectStates(third, in: [["3"]], reading: round)
+        expectStates(during(written), in: [["2"], ["3"]], reading: round)
+        expectStates(during(finishing), in: [["3"], ["4"]], reading: round)
+        expectStates(acknowledged, in: [["4"]], reading: round)
     }
 
     @Test(

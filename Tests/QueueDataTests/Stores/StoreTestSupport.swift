@@ -4,6 +4,12 @@ import QueueData
 @testable import QueueData
 
 /// A manager on a journal store in `directory`, through `fileSystem` when given.
+///
+/// - Parameters:
+///   - backgroundCompaction: Whether automatic compactions write their snapshot off the saving
+///     path (the store's default); `false` compacts inside the save that finds it due, for
+///     tests that count file-system operations in order.
+///   - onStore: Called with each store the manager opens.
 func journalManager(
     _ directory: TemporaryDirectory,
     name: String = "Store",
@@ -12,7 +18,9 @@ func journalManager(
     model: ManagedObjectModel = testModel,
     migrates: Bool = true,
     steps: [MigrationStep] = [],
-    onProgress: (@Sendable (MigrationProgress) -> Void)? = nil
+    onProgress: (@Sendable (MigrationProgress) -> Void)? = nil,
+    backgroundCompaction: Bool = true,
+    onStore: (@Sendable (JournalStore) -> Void)? = nil
 ) -> ContextManager {
     let url = directory.url
     let fileSystem: any FileSystem = fileSystem ?? POSIXFileSystem()
@@ -20,7 +28,10 @@ func journalManager(
         delegate: TestStoreDelegate(
             model: model,
             storeType: .custom { _ in
-                try JournalStore(directory: url, name: name, seedStoreURL: seed, fileSystem: fileSystem)
+                let store = try JournalStore(directory: url, name: name, seedStoreURL: seed, fileSystem: fileSystem)
+                store.compactsInBackground = backgroundCompaction
+                onStore?(store)
+                return store
             }, migrates: migrates, steps: steps, onProgress: onProgress))
 }
 

@@ -8,11 +8,44 @@ import Foundation
 
 /// The real file system, with one operation made to fail: the N-th call fails with `errno`
 /// (or writes half of its bytes), once or — simulating a crash — together with every call
-/// after it.
+/// after it; or the first call of one kind on a path containing a text (``failNamed``); or
+/// that call held until the test releases it (``hold(_:pathContaining:)``).
 ///
-/// `@unchecked Sendable`: tests configure it before handing it to a store, and stores call it
-/// from one queue at a time.
+/// `@unchecked Sendable`: its state is guarded by `lock` (a store calls it from its queues and
+/// from its compaction queue at once).
 final class FaultyFileSystem: FileSystem, @unchecked Sendable {
+    private let lock = NSLock()
+    /// The kind of call (`open`, `rename`, …) and path (text in it, or the whole path) whose
+    /// first call fails.
+    private var failNamed: (name: String, path: String, exact: Bool)?
+    /// The kind of call and path text whose first call waits for `release`.
+    private var held: (name: String, path: String, reached: DispatchSemaphore, release: DispatchSemaphore)?
+
+    /// Makes the next call named `name` on a path containing `path` fail with `EIO`, once.
+    func fail(_ name: String, pathContaining path: String) {
+        lock.withLock { failNamed = (name, path, false) }
+    }
+
+    /// Makes the next call named `name` on exactly `path` fail with `EIO`, once.
+    func fail(_ name: String, path: String) {
+        lock.withLock { failNamed = (name, path, true) }
+    }
+
+    /// Makes the next call named `name` on a path containing `path` wait until
+    /// ``releaseHeld()``; returns a semaphore signalled when it starts waiting.
+    @discardableResult
+    func hold(_ name: String, pathContaining path: String) -> DispatchSemaphore {
+        let reached = DispatchSemaphore(value: 0)
+        lock.withLock { held = (name, path, reached, DispatchSemaphore(value: 0)) }
+        return reached
+    }
+
+    /// Lets the held call go on.
+    func releaseHeld() {
+        let release = lock.withLock { held?.release }
+        release?.signal()
+    }
+
     enum Fault {
         /// The call fails with this `errno`.
         case error(Int32)
@@ -21,10 +54,12 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     }
 
     private let base = POSIXFileSystem()
+    private var counted = 0
     /// Operations counted since the last `reset`.
-    private(set) var count = 0
+    var count: Int { lock.withLock { counted } }
+    private var logged: [String] = []
     /// The names of the operations counted.
-    private(set) var log: [String] = []
+    var log: [String] { lock.withLock { logged } }
     var failAt: Int?
     var fault: Fault = .error(EIO)
     /// Whether every call after the failing one fails too (the process "died").
@@ -32,23 +67,42 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     private var crashed = false
 
     func reset(failAt: Int? = nil, fault: Fault = .error(EIO), crashes: Bool = false) {
-        count = 0
-        log = []
-        self.failAt = failAt
-        self.fault = fault
-        self.crashes = crashes
-        crashed = false
+        lock.withLock {
+            counted = 0
+            logged = []
+            self.failAt = failAt
+            self.fault = fault
+            self.crashes = crashes
+            crashed = false
+        }
     }
 
     /// Counts an operation; throws if it is the one to fail. Returns whether a write should be
     /// short.
     private func tick(_ name: String, _ path: String) throws -> Bool {
+        let hold = lock.withLock { () -> (DispatchSemaphore, DispatchSemaphore)? in
+            guard let held, held.name == name, path.contains(held.path) else { return nil }
+            self.held = (held.name, "\u{0}never", held.reached, held.release)
+            return (held.reached, held.release)
+        }
+        if let (reached, release) = hold {
+            reached.signal()
+            release.wait()
+        }
+        return try lock.withLock { try tickLocked(name, path) }
+    }
+
+    private func tickLocked(_ name: String, _ path: String) throws -> Bool {
+        if let named = failNamed, named.name == name, named.exact ? path == named.path : path.contains(named.path) {
+            failNamed = nil
+            throw SystemCallError(call: name, path: path, code: EIO)
+        }
         if crashed {
             throw SystemCallError(call: name, path: path, code: EIO)
         }
-        count += 1
-        log.append(name)
-        guard count == failAt else { return false }
+        counted += 1
+        logged.append(name)
+        guard counted == failAt else { return false }
         if crashes {
             crashed = true
         }

@@ -21,7 +21,11 @@ import Foundation
 /// durable, and no context sees a save's rows before then; a failed sync fails every save it
 /// was to cover. When the log outgrows the live data (more than 1 MiB and more than twice the
 /// estimated snapshot size) the store compacts itself: a new file with one snapshot record
-/// replaces the old one atomically. See the "Journal Format" article.
+/// replaces the old one atomically. The snapshot is written and synchronized off the saving
+/// path, while saves go on appending to the old journal; the first save after it is written
+/// copies the records appended meanwhile into the new file, synchronizes it and renames it
+/// over the journal, so no save waits for the whole store to be written. See the "Journal
+/// Format" article.
 ///
 /// Recovery:
 /// - A torn tail (the writer died mid-append: invalid bytes run to the end of the file, with
@@ -64,6 +68,16 @@ public final class JournalStore: PersistentStore {
     private var snapshotRows = 0
     private var insertBytesSinceSnapshot = 0
     private var insertedRowsSinceSnapshot = 0
+    /// The automatic compaction whose snapshot is being written, if any.
+    private var compaction: JournalCompaction?
+    /// Whether automatic compactions write their snapshot off the saving path (tests that count
+    /// file-system operations in order turn it off, making the saving append compact inline).
+    var compactsInBackground = true
+    /// Where automatic compactions write their snapshot.
+    private let compactionQueue = DispatchQueue(label: "QueueData.JournalStore.compaction")
+    /// Entered by every snapshot write of an automatic compaction: tests wait on it (from any
+    /// thread) for the write to end before the save that finishes the compaction.
+    let compactionWrites = DispatchGroup()
 
     /// Where group commit runs its synchronizations, outside the coordinator's queue: one at a
     /// time, so that a save arriving while one is in flight waits for it and is then covered by
@@ -473,10 +487,14 @@ public final class JournalStore: PersistentStore {
     /// ``JournalSynchronization`` from ``pendingSynchronization()`` makes it durable, together
     /// with every record appended before it.
     ///
-    /// When the log has outgrown the live data, the journal is compacted into a new, synchronized
-    /// file holding this record's changes, which makes them durable; if that fails before the new
-    /// file replaced the journal, the failure is kept in ``lastCompactionError`` and the record
-    /// waits for a synchronization like any other.
+    /// When the log has outgrown the live data, a compaction starts: a snapshot of the rows after
+    /// this record is written off the saving path (`JournalCompaction`), and this record waits
+    /// for a synchronization like any other. The first append that finds the snapshot written
+    /// finishes the compaction: the records appended since are copied into the new file, which is
+    /// synchronized and renamed over the journal, making this record and every earlier one
+    /// durable. If the compaction fails before the rename, the failure is kept in
+    /// ``lastCompactionError``, the old journal stays the store, and the record waits for a
+    /// synchronization. (With `compactsInBackground` off, the append compacts inline.)
     ///
     /// - Returns: Whether the record (and every earlier one) is already durable.
     /// - Throws: ``StoreError``: `.io` when the write failed, or a compaction replaced the journal
@@ -508,7 +526,27 @@ public final class JournalStore: PersistentStore {
             insertedRowsSinceSnapshot += inserted
             insertBytesSinceSnapshot += payload.count
         }
+        if let compaction {
+            compaction.tail.append(payload)
+            if inserted > 0 {
+                compaction.tailInsertedRows += inserted
+                compaction.tailInsertBytes += payload.count
+            }
+            guard compaction.isWritten else { return false }
+            self.compaction = nil
+            return try finish(compaction)
+        }
         guard shouldCompact(resultingState) else { return false }
+        if compactsInBackground {
+            // The snapshot (of the rows after this record) is written off the saving path; a
+            // later append finishes the compaction.
+            let compaction = JournalCompaction(sequence: nextSequence, state: resultingState)
+            compaction.start(
+                on: compactionQueue, storeIdentifier: header.storeIdentifier, path: files.path, fileSystem: fileSystem,
+                writes: compactionWrites)
+            self.compaction = compaction
+            return false
+        }
         // The journal is only ever synchronized on the synchronization queue: two `fdatasync`s of
         // one file at once could each miss an error the other was told (Linux reports a
         // writeback error once). A compaction writes a new, synchronized file holding this
@@ -592,6 +630,7 @@ public final class JournalStore: PersistentStore {
     /// - Throws: ``StoreError``. If the rename happened but its durability is unknown, the
     ///   store refuses commits until reopened.
     public func compact(_ state: StoreState) throws {
+        abandonCompaction()
         guard let descriptor, let header else {
             throw StoreError(.closed, "The journal is closed.", url: url)
         }
@@ -627,6 +666,85 @@ public final class JournalStore: PersistentStore {
         try didSwitch(to: newHeader, fileSize: bytes.count, payloadSize: payloadSize, state: state)
     }
 
+    /// Finishes an automatic compaction whose snapshot is written: appends the records
+    /// appended since to the new file, re-framed for it, synchronizes it, renames it over the
+    /// journal and synchronizes the directory.
+    ///
+    /// - Returns: Whether the journal was replaced (every record appended so far is then
+    ///   durable in the new file); `false` when the compaction failed before the rename (the old
+    ///   journal is untouched and still the store; ``lastCompactionError`` says why).
+    /// - Throws: ``StoreError`` `.io` when a step after the rename failed: whether the new
+    ///   journal is durable is unknown, and the store refuses commits until reopened.
+    private func finish(_ compaction: JournalCompaction) throws -> Bool {
+        guard let descriptor else {
+            compaction.abandon(fileSystem)
+            throw StoreError(.closed, "The journal is closed.", url: url)
+        }
+        let written: JournalCompaction.Written
+        switch compaction.outcome {
+        case .success(let value):
+            written = value
+        case .failure(let error):
+            lastCompactionError = files.ioError(error, "write the compacted journal")
+            return false
+        case nil:
+            preconditionFailure("QueueData: a compaction was finished before its snapshot was written")
+        }
+        var end = Int64(written.fileSize)
+        var sequence = compaction.sequence + 1
+        do {
+            if !compaction.tail.isEmpty {
+                let file = try fileSystem.open(written.temporary, flags: O_RDWR, mode: 0)
+                defer { fileSystem.close(file) }
+                for payload in compaction.tail {
+                    let record = JournalFormat.encodeRecord(
+                        type: .changes, sequence: sequence, epoch: written.header.epoch, payload: payload)
+                    try record.withUnsafeBytes {
+                        try fileSystem.writeAll(file, $0, at: end, path: written.temporary)
+                    }
+                    end += Int64(record.count)
+                    sequence += 1
+                }
+                try fileSystem.synchronize(file, path: written.temporary)
+            }
+            try fileSystem.rename(written.temporary, to: files.path)
+        } catch {
+            // The old journal is untouched and still the store.
+            try? fileSystem.remove(written.temporary)
+            lastCompactionError = files.ioError(error, "write the compacted journal")
+            return false
+        }
+        // The journal's name now points to the new file.
+        do {
+            let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
+            retire(descriptor)
+            self.descriptor = newDescriptor
+            try fileSystem.synchronizeDirectory(files.directory)
+        } catch {
+            let error = files.ioError(error, "switch to the compacted journal")
+            failure = error
+            throw error
+        }
+        let state = compaction.state
+        header = written.header
+        endOffset = end
+        nextSequence = sequence
+        mapping = JournalPayload.SchemaMapping(
+            schema: state.entities, model: try ManagedObjectModel(entities: state.entities))
+        snapshotBytes = written.payloadSize
+        snapshotRows = state.entities.indices.reduce(0) { $0 + state.rowCount(ofEntityAt: $1) }
+        insertBytesSinceSnapshot = compaction.tailInsertBytes
+        insertedRowsSinceSnapshot = compaction.tailInsertedRows
+        lastCompactionError = nil
+        return true
+    }
+
+    /// Abandons an automatic compaction in flight (waiting for its write, removing its file).
+    private func abandonCompaction() {
+        compaction?.abandon(fileSystem)
+        compaction = nil
+    }
+
     /// A journal of one snapshot record of `state`, continuing this journal's sequence with a
     /// new epoch.
     private func snapshotFile(
@@ -658,7 +776,7 @@ public final class JournalStore: PersistentStore {
 
     /// A journal file of one snapshot record with `sequence`, in a header with a new epoch:
     /// major version 2 if the snapshot has a migration section, otherwise 1.
-    private static func snapshotFile(
+    static func snapshotFile(
         metadata: StoreMetadata,
         schema: [EntityDescription],
         sequence: UInt64,
@@ -706,6 +824,7 @@ public final class JournalStore: PersistentStore {
     /// - Throws: ``StoreError``: `.closed` if the store is not open, `.io`. The coordinator
     ///   closes the store after a failure; reopening finds the original or the new journal.
     public func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws {
+        abandonCompaction()
         guard lockDescriptor != nil, header != nil else {
             throw StoreError(.closed, "The journal is closed.", url: url)
         }
@@ -743,6 +862,7 @@ public final class JournalStore: PersistentStore {
 
     /// Closes the journal and releases its lock.
     public func close() {
+        abandonCompaction()
         if let descriptor {
             retire(descriptor)
         }
