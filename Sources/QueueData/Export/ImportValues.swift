@@ -122,35 +122,8 @@ enum ImportValues {
         }
     }
 
-    /// A decimal from its whole text (Foundation's parser stops at the first character it does
-    /// not read, so `12abc` would be 12).
+    /// A decimal from its whole text (see `Decimal(exactText:)`).
     private static func decimal(_ text: String) -> Decimal? {
-        var digits = 0
-        var index = text.utf8.startIndex
-        let bytes = text.utf8
-        if index < bytes.endIndex, bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") {
-            index = bytes.index(after: index)
-        }
-        var seenPoint = false
-        var seenExponent = false
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if byte >= 0x30 && byte <= 0x39 {
-                digits += 1
-            } else if byte == UInt8(ascii: ".") && !seenPoint && !seenExponent {
-                seenPoint = true
-            } else if (byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")) && !seenExponent && digits > 0 {
-                seenExponent = true
-                let next = bytes.index(after: index)
-                if next < bytes.endIndex, bytes[next] == UInt8(ascii: "-") || bytes[next] == UInt8(ascii: "+") {
-                    index = next
-                }
-            } else {
-                return nil
-            }
-            index = bytes.index(after: index)
-        }
-        guard digits > 0 else { return nil }
-        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+        Decimal(exactText: text)
     }
 }

@@ -143,7 +143,7 @@ struct BinaryReader {
             return .url(url)
         case ValueTag.decimal:
             let string = try readString()
-            guard let decimal = Decimal(string: string, locale: Locale(identifier: "en_US_POSIX")) else {
+            guard let decimal = Decimal(exactText: string) else {
                 throw error("'\(string)' is not a decimal number")
             }
             return .decimal(decimal)

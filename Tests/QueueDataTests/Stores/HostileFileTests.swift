@@ -430,3 +430,77 @@ struct HostileFileTests {
         #expect(error?.line == place(of: #""leader": 9"#, in: edited).line, "\(String(describing: error))")
     }
 }
+
+// MARK: Decimals
+
+/// Decimals are written as their text: what a store writes reads back as the same value, and
+/// text that is not a whole decimal number is refused rather than read in part.
+@Suite("Decimal values in store files")
+struct DecimalStoreTests {
+    static let model = ManagedObjectModel([AllTypes.self])
+
+    @Test(
+        "NaN and extreme decimals saved to a file store read back as saved, after reopening",
+        arguments: ["json", "journal"])
+    func roundTrip(store: String) throws {
+        let directory = TemporaryDirectory("decimal-\(store)")
+        let open = {
+            store == "json"
+                ? jsonManager(directory, model: Self.model) : journalManager(directory, model: Self.model)
+        }
+        let values: [Decimal] = [
+            .nan, Decimal(string: "-12345678901234567890.123456789")!,
+            Decimal(string: "0.000000000000000000000000000001")!,
+            Decimal(sign: .plus, exponent: 100, significand: 7), Decimal(sign: .minus, exponent: -120, significand: 3),
+            0,
+        ]
+        let writer = open()
+        let context = try writer.createContext()
+        let ids = try context.performAndWait {
+            let objects = values.map { value in
+                let object = context.insert(AllTypes.self)
+                object.decimal = value
+                return object
+            }
+            try context.save()
+            return objects.map(\.objectID)
+        }
+        writer.close()
+
+        let reader = open()
+        defer { reader.close() }
+        let readContext = try reader.createContext()
+        let read = try readContext.performAndWait {
+            try ids.map { try readContext.existingObject(with: $0, as: AllTypes.self).decimal }
+        }
+        #expect(read[0].isNaN)
+        #expect(Array(read.dropFirst()) == Array(values.dropFirst()))
+    }
+
+    @Test(
+        "decimal text that is not a whole number is refused with its place, not read in part",
+        arguments: ["12abc", "1e", " 1", "nan", "1.2.3", ""])
+    func partialText(text: String) throws {
+        let directory = TemporaryDirectory("decimal-text")
+        let writer = jsonManager(directory, model: Self.model)
+        let context = try writer.createContext()
+        try context.performAndWait {
+            context.insert(AllTypes.self).decimal = Decimal(string: "12.34")!
+            try context.save()
+        }
+        writer.close()
+        let valid = String(decoding: try directory.bytes(of: "Store.json"), as: UTF8.self)
+        #expect(valid.contains(#""decimal": "12.34""#))
+        let edited = valid.replacingOccurrences(of: #""decimal": "12.34""#, with: #""decimal": "\#(text)""#)
+        try directory.write(Array(edited.utf8), to: "Store.json")
+        let reader = jsonManager(directory, model: Self.model)
+        defer { reader.close() }
+        #expect {
+            try reader.loadPersistentStore()
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .corrupted && error.message.contains("not a decimal number") && error.line != nil
+        }
+        #expect(try directory.bytes(of: "Store.json") == Array(edited.utf8))
+    }
+}

@@ -467,7 +467,7 @@ enum JSONDocumentReader {
             return .url(url)
         case .decimal:
             let text = try scanner.string()
-            guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+            guard let decimal = Decimal(exactText: text) else {
                 throw scanner.failure("'\(name)' is not a decimal number", at: start)
             }
             return .decimal(decimal)
