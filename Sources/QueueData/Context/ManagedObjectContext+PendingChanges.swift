@@ -35,6 +35,9 @@ extension ManagedObjectContext {
 
     /// ``processPendingChanges()`` without the entry check, for QueueData's own blocks.
     func processPendingChangesOnQueue() {
+        if let undoManager = undoManagerValue {
+            undoManager.recordPendingChanges()
+        }
         guard !changedSinceProcessing.isEmpty else { return }
         // Taken first: an observer that changes objects lists them for the next call.
         let changed = changedSinceProcessing

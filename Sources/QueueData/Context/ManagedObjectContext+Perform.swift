@@ -127,16 +127,21 @@ extension QueueConfinement {
     /// Runs a block of the `perform` family: marked as the context's block, then the
     /// context's pending changes are processed (``ManagedObjectContext/processPendingChanges()``)
     /// if it is still alive and its manager open, whether `body` returned or threw.
+    ///
+    /// With an undo manager that groups by event, the block is an undo group.
     func withContextBlock<Result>(_ body: () throws -> Result) rethrows -> Result {
         try withMarkedBlock {
-            defer { endBlock() }
+            let undoManager = context?.undoManagerValue
+            let grouped = undoManager?.beginEventGroup() ?? false
+            defer { endBlock(grouped ? undoManager : nil) }
             return try body()
         }
     }
 
-    private func endBlock() {
+    private func endBlock(_ undoManager: UndoManager?) {
         if isValid, let context {
             context.processPendingChangesOnQueue()
+            undoManager?.endEventGroup()
         }
     }
 }

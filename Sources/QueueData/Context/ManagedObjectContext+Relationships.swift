@@ -127,6 +127,9 @@ extension ManagedObject {
     final func _updateInverse(at slot: Int, _ change: (inout StoredValue) -> Bool) {
         let state = _state
         if state.contains(.deleted) && !state.contains(.detached) {
+            if let undoManager = _confinement.context?.undoManagerValue {
+                undoManager.willChange(self)
+            }
             _ = change(&_values[slot])
         } else {
             _updateValue(at: slot, change)

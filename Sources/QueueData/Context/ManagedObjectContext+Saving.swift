@@ -45,6 +45,10 @@ extension ManagedObjectContext {
             return
         }
         NotificationCenter.default.post(name: Self.willSaveNotification, object: self)
+        // What the delete rules change is undone with the deletion it follows from.
+        let undoManager = undoManagerValue
+        undoManager?.beginSave(deleting: deletes)
+        defer { undoManager?.endSaveConsequences() }
         // Deny rules refusing a deletion are failures like the others: reported together.
         let (denied, changedMore) = try callWillSave(inserts, updates, deletes)
         if changedMore {
@@ -68,8 +72,23 @@ extension ManagedObjectContext {
         }
         // What validation changed is reported before the commit.
         processPendingChangesOnQueue()
+        undoManager?.endSaveConsequences()
 
         var request = SaveRequest()
+        // Inserted objects with a permanent ID are deletions this context saved, then undid:
+        // their rows are written back under their keys.
+        let restoring = inserts.filter { !$0._objectID.isTemporaryID }
+        if !restoring.isEmpty {
+            inserts.removeAll { !$0._objectID.isTemporaryID }
+            for object in restoring {
+                let count = object.entity.columnCount
+                request.restores.append(
+                    SaveRequest.Restore(
+                        entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue,
+                        baseVersion: object._snapshotVersion, snapshot: object._snapshot ?? object.entity.defaultRow,
+                        values: Array(UnsafeBufferPointer(start: object._values, count: count))))
+            }
+        }
         request.inserts.reserveCapacity(inserts.count)
         for object in inserts {
             let count = object.entity.columnCount
@@ -142,10 +161,11 @@ extension ManagedObjectContext {
             object._state = []
             insertedIDs.append(permanentID)
         }
-        // Every updated or deleted object takes its committed state after the save: what this
-        // context wrote, or what a merge policy kept or wrote instead (the row also carries
-        // other contexts' changes to attributes this one did not touch, as a merge would).
-        for object in savedUpdates + deletes {
+        // Every updated, deleted or restored object takes its committed state after the save:
+        // what this context wrote, or what a merge policy kept or wrote instead (the row also
+        // carries other contexts' changes to attributes this one did not touch, as a merge would).
+        let deletedCount = deletes.count
+        for (position, object) in (deletes + savedUpdates + restoring).enumerated() {
             let key = RowKey(entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue)
             guard let final = outcome.finalRows[key] else { continue }
             if let row = final {
@@ -155,7 +175,8 @@ extension ManagedObjectContext {
                 object._state = []
             } else {
                 unregister(object)
-                object._state = [.deleted, .detached]
+                // Deleted by this save (an undo may write it back), or by another context's.
+                object._state = position < deletedCount ? [.deleted, .detached, .deletedBySave] : [.deleted, .detached]
             }
         }
         for object in updates {
@@ -178,7 +199,7 @@ extension ManagedObjectContext {
             object._snapshot = row.values
             object._snapshotVersion = row.version
             if let registered = registry[entityIndex][row.primaryKey], registered !== object {
-                registered._apply(row, keepingLocalChanges: false)
+                registered._apply(row, keepingLocalChanges: false, byOwnSave: true)
                 object._state = [.detached]
                 leftByUpsert.append(temporaryID)
                 upsertTargets.append(registered._objectID)
@@ -199,10 +220,16 @@ extension ManagedObjectContext {
             guard let object = registry[entityIndex][row.primaryKey], row.version > object._snapshotVersion else {
                 continue
             }
-            object._apply(row, keepingLocalChanges: true)
+            object._apply(row, keepingLocalChanges: true, byOwnSave: true)
             changedByCommit.append(object._objectID)
         }
         clearPendingChanges()
+        if let undoManager {
+            undoManager.didSave(
+                permanentKeys: reidentified.map { ($0.0.rawValue, $0.1.rawValue) }
+                    + zip(leftByUpsert, upsertTargets).map { ($0.rawValue, $1.rawValue) })
+        }
+        saved += restoring.filter { !$0._state.contains(.detached) }
         saved += savedUpdates
         saved += deletes
         // What the commit changed beyond the context's own changes (an upsert's target, the
@@ -372,6 +399,8 @@ extension ManagedObjectContext {
         confinement.withMarkedBlock {
             processPendingChangesOnQueue()
             postObjectsDidChange(discardChanges())
+            // As in Core Data: what the undo stack holds was discarded.
+            undoManagerValue?.forgetEverything()
         }
     }
 
@@ -418,6 +447,7 @@ extension ManagedObjectContext {
                 }
             }
             registry = Array(repeating: [:], count: registry.count)
+            undoManagerValue?.forgetEverything()
             postObjectsDidChange(ObjectsDidChange(invalidatedAllObjects: true))
         }
     }
@@ -471,8 +501,9 @@ extension ManagedObjectContext {
 
 extension ManagedObject {
     /// Takes a newer committed row: attributes changed locally keep their values when
-    /// `keepingLocalChanges`, the others take the committed ones.
-    final func _apply(_ row: CommittedRow, keepingLocalChanges: Bool) {
+    /// `keepingLocalChanges`, the others take the committed ones. `byOwnSave`: the row is what
+    /// the context's own save made of it (an undo may set it back), not another context's.
+    final func _apply(_ row: CommittedRow, keepingLocalChanges: Bool, byOwnSave: Bool = false) {
         let count = entity.columnCount
         if keepingLocalChanges, let old = _snapshot {
             let attributeCount = entity.attributes.count
@@ -488,6 +519,9 @@ extension ManagedObject {
             }
         } else {
             _load(row.values)
+        }
+        if !byOwnSave, let old = _snapshot, let undoManager = _confinement.context?.undoManagerValue {
+            undoManager.didMerge(self, previous: old, values: row.values, version: row.version)
         }
         _snapshot = row.values
         _snapshotVersion = row.version

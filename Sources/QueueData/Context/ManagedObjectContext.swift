@@ -55,6 +55,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// How many committed rows fetches have examined (a test tells a lookup from a scan by it).
     var rowsExamined = 0
     var mergePolicyValue: MergePolicy = .error
+    /// The undo manager recording the context's changes (see ``undoManager``).
+    var undoManagerValue: UndoManager?
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
     ///   for the private contexts of asynchronous fetches, which only read committed rows).
@@ -248,6 +250,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         registry[entityIndex][objectID.rawValue] = object
         pendingInserts.append(object)
         changedSinceProcessing.append(object)
+        undoManagerValue?.recordInsertion(object)
         confinement.withMarkedBlock {
             object.awakeFromInsert()
         }
@@ -272,13 +275,16 @@ public final class ManagedObjectContext: @unchecked Sendable {
         if state.contains(.detached) || state.contains(.deleted) {
             return
         }
+        undoManagerValue?.recordDeletion(object)
         if !state.contains(.noted) {
             changedSinceProcessing.append(object)
         }
         if state.contains(.inserted) {
             unregister(object)
-            // Still listed: reported as deleted, or not at all if inserted in the same event.
+            // Still listed: reported as deleted, or not at all if inserted in the same event. An
+            // object an undo brought back under its permanent ID is deleted here again.
             object._state = ObjectState([.deleted, .detached, .noted]).union(state.intersection(.insertedInEvent))
+                .union(object._objectID.isTemporaryID ? [] : .deletedBySave)
             discardRelationships(of: object)
             return
         }

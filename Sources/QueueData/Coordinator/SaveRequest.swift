@@ -35,13 +35,25 @@ struct SaveRequest: Sendable {
         var snapshot: [StoredValue]
     }
 
+    /// A row this context deleted and an undo brought back: written back under its key.
+    struct Restore: Sendable {
+        var entityIndex: Int
+        var primaryKey: Int64
+        /// The last committed version the context saw of the row.
+        var baseVersion: Int64
+        /// The committed values the context last saw.
+        var snapshot: [StoredValue]
+        var values: [StoredValue]
+    }
+
     var inserts: [Insert] = []
     var updates: [Update] = []
     var deletes: [Delete] = []
+    var restores: [Restore] = []
     /// How conflicts with other saves are resolved.
     var mergePolicy: MergePolicy = .error
 
-    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty }
+    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && restores.isEmpty }
 }
 
 /// Identifies a committed row.

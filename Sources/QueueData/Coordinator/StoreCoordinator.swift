@@ -383,8 +383,28 @@ final class StoreCoordinator: @unchecked Sendable {
                     update.objectValues, entityIndex: update.entityIndex, permanentKeys: permanentKeys)
                 request.updates[index].changedValues = update.changedSlots.map { translated[$0] }
             }
+            for index in request.restores.indices {
+                request.restores[index].values = translatingTemporaryKeys(
+                    request.restores[index].values, entityIndex: request.restores[index].entityIndex,
+                    permanentKeys: permanentKeys)
+            }
         }
         var plan = CommitPlan()
+        // Rows written back by an undo: restored where they are still deleted; where another
+        // save wrote them back meanwhile, an update of what the context last saw.
+        for restore in request.restores {
+            let key = RowKey(entityIndex: restore.entityIndex, primaryKey: restore.primaryKey)
+            if tables[restore.entityIndex].row(for: restore.primaryKey) == nil {
+                plan.restores.append((key, restore.values, restore.baseVersion))
+            } else {
+                let slots = restore.values.indices.filter { !StoredValue.isSame(restore.values[$0], restore.snapshot[$0]) }
+                request.updates.append(
+                    SaveRequest.Update(
+                        entityIndex: restore.entityIndex, primaryKey: restore.primaryKey,
+                        baseVersion: restore.baseVersion, snapshot: restore.snapshot, changedSlots: slots,
+                        changedValues: slots.map { restore.values[$0] }))
+            }
+        }
         /// A conflicting object: what the context based its change on, what is committed now,
         /// and what the context wants (`nil`: delete).
         struct Conflicting {
@@ -593,6 +613,10 @@ final class StoreCoordinator: @unchecked Sendable {
         }
         for delete in request.deletes {
             let key = RowKey(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
+            finalRows[key] = .some(tables[key.entityIndex].row(for: key.primaryKey))
+        }
+        for restore in request.restores {
+            let key = RowKey(entityIndex: restore.entityIndex, primaryKey: restore.primaryKey)
             finalRows[key] = .some(tables[key.entityIndex].row(for: key.primaryKey))
         }
         // Every insert's row, in request order: an upserted one's is the row it went into.

@@ -387,6 +387,9 @@ open class ManagedObject: Hashable {
         guard let context = _confinement.context else {
             _confinement._trapNotConfined(_subjectDescription)
         }
+        if let undoManager = context.undoManagerValue {
+            undoManager.willChange(self)
+        }
         var newState = state
         if !state.contains(.inserted) && !state.contains(.updated) {
             newState.insert(.updated)
@@ -454,6 +457,10 @@ struct ObjectState: OptionSet, Sendable {
     /// Inserted since the context's last `processPendingChanges()`: reported as inserted, not
     /// updated (and not at all if discarded before then).
     static let insertedInEvent = ObjectState(rawValue: 1 << 6)
+    /// Deleted by its own context (by a save of it, not a merge of another context's save, or
+    /// discarded after an undo brought it back under its permanent ID): an undo may write it
+    /// back.
+    static let deletedBySave = ObjectState(rawValue: 1 << 7)
 
     /// The bits that only say what the next `processPendingChanges()` reports.
     static let eventBits: ObjectState = [.noted, .insertedInEvent]

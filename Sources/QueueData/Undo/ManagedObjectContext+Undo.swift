@@ -1,0 +1,184 @@
+extension ManagedObjectContext {
+    /// The context's undo manager: `nil` (the default, as in Core Data) records nothing and
+    /// costs nothing.
+    ///
+    /// Setting one processes the context's changes so far (they are not undoable) and starts
+    /// recording; setting another, or `nil`, stops the previous one and forgets its groups.
+    /// Traps if the undo manager already records another context.
+    ///
+    /// - Important: Call on the context's queue.
+    public var undoManager: UndoManager? {
+        get {
+            checkConfined()
+            return undoManagerValue
+        }
+        set {
+            checkConfined()
+            guard newValue !== undoManagerValue else { return }
+            undoManagerValue?.detach()
+            undoManagerValue = nil
+            if let newValue {
+                newValue.attach(to: self)
+                undoManagerValue = newValue
+            }
+        }
+    }
+
+    /// Undoes the last group of the context's ``undoManager`` (see ``UndoManager/undo()``);
+    /// does nothing without one.
+    ///
+    /// - Important: Call on the context's queue.
+    @discardableResult
+    public func undo() -> UndoOutcome {
+        checkConfined()
+        return undoManagerValue?.undo() ?? UndoOutcome()
+    }
+
+    /// Redoes the last undone group of the context's ``undoManager`` (see
+    /// ``UndoManager/redo()``); does nothing without one.
+    ///
+    /// - Important: Call on the context's queue.
+    @discardableResult
+    public func redo() -> UndoOutcome {
+        checkConfined()
+        return undoManagerValue?.redo() ?? UndoOutcome()
+    }
+
+    // MARK: What undoing does to objects
+
+    /// Whether an undo can bring `object` back: it is pending deletion, or it left the context
+    /// because it deleted it (an inserted object discarded, or a deletion it saved) and no
+    /// other instance took its place.
+    func canBringBack(_ object: ManagedObject) -> Bool {
+        let state = object._state
+        guard state.contains(.deleted), let entityIndex = object._objectID.key.entityIndex else { return false }
+        guard state.contains(.detached) else { return true }
+        guard object._objectID.isTemporaryID || state.contains(.deletedBySave) else { return false }
+        return registry[entityIndex][object._objectID.rawValue] == nil
+    }
+
+    /// Whether `object` left the context because another context deleted it.
+    func wasDeletedElsewhere(_ object: ManagedObject) -> Bool {
+        let state = object._state
+        return state.contains(.deleted) && state.contains(.detached) && !state.contains(.deletedBySave)
+            && !object._objectID.isTemporaryID
+    }
+
+    /// Brings back an object ``canBringBack(_:)`` accepts: a pending deletion is cancelled; an
+    /// object that left is inserted again (under its temporary ID, or under its permanent ID,
+    /// to be written back by the next save).
+    func bringBackForUndo(_ object: ManagedObject) {
+        let state = object._state
+        if !state.contains(.detached) {
+            object._state.remove(.deleted)
+            if state.contains(.updated) {
+                pendingUpdates.append(object)
+            }
+            noteChangedForUndo(object)
+            return
+        }
+        registry[object._objectID.key.entityIndex!][object._objectID.rawValue] = object
+        object._state = [.inserted, .noted, .insertedInEvent]
+        pendingInserts.append(object)
+        changedSinceProcessing.append(object)
+    }
+
+    /// Removes `object` as an undone insertion: an inserted object is discarded, a saved one
+    /// is deleted (by the next save). Unlike ``delete(_:)``, no rule applies: the related
+    /// objects' own recorded changes are undone with it.
+    ///
+    /// - Returns: Whether it removed the object (`false`: it was gone or being deleted already).
+    func removeForUndo(_ object: ManagedObject) -> Bool {
+        let state = object._state
+        if state.contains(.detached) || state.contains(.deleted) {
+            return false
+        }
+        if state.contains(.inserted) {
+            unregister(object)
+            object._state = ObjectState([.deleted, .detached, .noted]).union(state.intersection(.insertedInEvent))
+                .union(object._objectID.isTemporaryID ? [] : .deletedBySave)
+            if !state.contains(.noted) {
+                changedSinceProcessing.append(object)
+            }
+            return true
+        }
+        pendingDeletes.append(object)
+        noteChangedForUndo(object)
+        object._state.insert(.deleted)
+        return true
+    }
+
+    /// Makes `object` unchanged when an undo or redo left it with exactly its committed values
+    /// (its transient attributes, which are never saved, do not count): nothing to save.
+    func clearUpdatedIfCommitted(_ object: ManagedObject) {
+        let state = object._state
+        guard state.contains(.updated), !state.contains(.inserted), !state.contains(.deleted),
+            !state.contains(.detached), let committed = object._snapshot
+        else { return }
+        for slot in 0..<object.entity.columnCount where !StoredValue.isSame(object._values[slot], committed[slot]) {
+            return
+        }
+        object._state.remove(.updated)
+    }
+
+    /// Lists `object` for the next ``processPendingChanges()``.
+    private func noteChangedForUndo(_ object: ManagedObject) {
+        if !object._state.contains(.noted) {
+            object._state.insert(.noted)
+            changedSinceProcessing.append(object)
+        }
+    }
+
+    /// Writes `value` at `slot` of `object` as a change of the context (an object pending
+    /// deletion or gone takes it without becoming updated, as its inverses do).
+    func writeForUndo(_ value: StoredValue, to object: ManagedObject, at slot: Int) {
+        let state = object._state
+        if state.contains(.deleted) || state.contains(.detached) {
+            object._values[slot] = value
+        } else {
+            object._setValue(value, at: slot)
+        }
+    }
+
+    /// `value` of `relationship` without the objects that no longer exist, among those
+    /// `previous` did not hold: neither registered, nor coming back (`keeping`), nor committed.
+    ///
+    /// - Returns: The value kept, and the IDs of saved objects left out (another context
+    ///   deleted them). Inserted objects discarded are left out without being named.
+    func existingReferences(
+        _ value: StoredValue,
+        previous: StoredValue,
+        relationship: RelationshipDescription,
+        destinationIndex: Int,
+        keeping comingBack: Set<ObjectID>
+    ) -> (StoredValue, Set<ObjectID>) {
+        let keys = RelationshipKeys.decode(value)
+        guard !keys.isEmpty else { return (value, []) }
+        let before = Set(RelationshipKeys.decode(previous))
+        let entityKey = coordinator.entityKeys[destinationIndex]
+        let unknown = keys.filter {
+            !before.contains($0) && registry[destinationIndex][$0] == nil
+                && !comingBack.contains(ObjectID(key: entityKey, rawValue: $0))
+        }
+        guard !unknown.isEmpty else { return (value, []) }
+        let saved = unknown.filter { $0 > 0 }
+        var gone = Set(unknown.filter { $0 < 0 })
+        if !saved.isEmpty {
+            let coordinator = self.coordinator
+            guard
+                let rows = try? coordinator.queue.sync(execute: {
+                    try coordinator.committedRows(entityIndex: destinationIndex, primaryKeys: saved)
+                })
+            else {
+                // The store is closed: nothing is known to be deleted.
+                return (value, [])
+            }
+            for (key, row) in zip(saved, rows) where row == nil {
+                gone.insert(key)
+            }
+        }
+        guard !gone.isEmpty else { return (value, []) }
+        let kept = RelationshipKeys.encode(keys.filter { !gone.contains($0) }, for: relationship)
+        return (kept, Set(gone.filter { $0 > 0 }.map { ObjectID(key: entityKey, rawValue: $0) }))
+    }
+}

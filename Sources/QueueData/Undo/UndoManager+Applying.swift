@@ -1,0 +1,221 @@
+import Foundation
+
+/// How an undo manager undoes and redoes a group. Everything here runs on the context's queue.
+extension UndoManager {
+    /// Undoes (or redoes) the last group of the matching stack; see ``undo()``.
+    func run(_ direction: Direction) -> UndoOutcome {
+        let name = direction == .undo ? "undo()" : "redo()"
+        guard applying == nil else {
+            fatalError("QueueData: \(name) was called during an undo or redo (from an observer of its changes).")
+        }
+        guard explicitLevel == 0 else {
+            fatalError(
+                "QueueData: \(name) was called inside a group opened with beginUndoGrouping(); call "
+                    + "endUndoGrouping() first.")
+        }
+        guard let context, isAttached else { return UndoOutcome() }
+        // What the current group changed so far is a group of its own, undone first (and, as
+        // any new change, it empties the redo stack).
+        processContextChanges()
+        sealOpenGroup()
+        let popped: UndoGroup?
+        switch direction {
+        case .undo: popped = undoStack.popLast()
+        case .redo: popped = redoStack.popLast()
+        }
+        guard let group = popped else { return UndoOutcome() }
+
+        applying = direction
+        let (applied, deleted) = context.confinement.withMarkedBlock {
+            defer {
+                // Reported as one event; nothing is recorded while applying.
+                context.processPendingChangesOnQueue()
+            }
+            return apply(group, in: context)
+        }
+        applying = nil
+        var opposite = UndoGroup()
+        opposite.actionName = group.actionName
+        for entry in applied {
+            opposite.append(entry)
+        }
+        if !opposite.isEmpty {
+            switch direction {
+            case .undo:
+                redoStack.append(opposite)
+            case .redo:
+                undoStack.append(opposite)
+                trimUndoStack()
+            }
+        }
+        let outcome = UndoOutcome(didApply: true, actionName: group.actionName, deletedObjectIDs: deleted)
+        NotificationCenter.default.post(
+            name: direction == .undo ? Self.didUndoChangeNotification : Self.didRedoChangeNotification, object: self,
+            userInfo: [UndoOutcome.userInfoKey: outcome])
+        return outcome
+    }
+
+    /// Applies `group`'s entries backward, last first.
+    ///
+    /// - Returns: The entries that apply the opposite way of what was done, in the order it was
+    ///   done (the group for the other stack), and the objects left alone because another
+    ///   context deleted them.
+    private func apply(
+        _ group: UndoGroup,
+        in context: ManagedObjectContext
+    ) -> (applied: [UndoEntry], deleted: Set<ObjectID>) {
+        var applied: [UndoEntry] = []
+        var deleted = Set<ObjectID>()
+        // Objects this group brings back: references to them are kept even before they are back.
+        var comingBack = Set<ObjectID>()
+        for entry in group.entries {
+            if case .deletion(let object) = entry, context.canBringBack(object) {
+                comingBack.insert(object._objectID)
+            }
+        }
+        // Objects whose values or deletion changed: unchanged again if back to their committed values.
+        var touched: [ManagedObject] = []
+        for entry in group.entries.reversed() {
+            switch entry {
+            case .insertion(let object):
+                if context.removeForUndo(object) {
+                    applied.append(.deletion(object))
+                }
+            case .deletion(let object):
+                if context.canBringBack(object) {
+                    context.bringBackForUndo(object)
+                    touched.append(object)
+                    applied.append(.insertion(object))
+                    deleted.formUnion(dropMissingReferences(of: object, in: context, keeping: comingBack))
+                } else if context.wasDeletedElsewhere(object) {
+                    deleted.insert(object._objectID)
+                }
+            case .values(let change):
+                let object = change.object
+                if object._state.contains(.detached) && !comingBack.contains(object._objectID) {
+                    if context.wasDeletedElsewhere(object) {
+                        deleted.insert(object._objectID)
+                    }
+                    continue
+                }
+                let (done, missing) = apply(change, in: context, keeping: comingBack)
+                deleted.formUnion(missing)
+                if let done {
+                    touched.append(object)
+                    applied.append(.values(done))
+                }
+            }
+        }
+        for object in touched {
+            context.clearUpdatedIfCommitted(object)
+        }
+        return (applied, deleted)
+    }
+
+    /// Sets `change`'s slots back to their old values, where nothing else changed them since.
+    ///
+    /// - Returns: The change that sets them again (`nil` if nothing changed), and the objects
+    ///   references were not restored to because another context deleted them.
+    private func apply(
+        _ change: ValuesChange,
+        in context: ManagedObjectContext,
+        keeping comingBack: Set<ObjectID>
+    ) -> (ValuesChange?, Set<ObjectID>) {
+        let object = change.object
+        let entity = object.entity
+        let committed = object._snapshot
+        var done = ValuesChange(
+            object: object, changes: [], baseSnapshot: committed, baseVersion: object._snapshotVersion)
+        let merged = mergedSlots[object._objectID]
+        var deleted = Set<ObjectID>()
+        for slotChange in change.changes {
+            let slot = slotChange.slot
+            let current = object._values[slot]
+            var target: StoredValue
+            let relationship = entity.relationship(atSlot: slot)
+            let old = relationship.map { translated(slotChange.old, $0) } ?? slotChange.old
+            let new = relationship.map { translated(slotChange.new, $0) } ?? slotChange.new
+            if StoredValue.isSame(current, new) {
+                target = old
+                // The change was made over a committed value that a merge replaced since: the
+                // committed value now is what is under the change (never the one merged away).
+                if let mergedAt = merged?[slot], mergedAt > change.baseVersion,
+                    relationship.map({ !$0.isToMany }) ?? true, let base = change.baseSnapshot, let committed,
+                    StoredValue.isSame(old, base[slot])
+                {
+                    target = committed[slot]
+                }
+            } else if let relationship, relationship.isToMany {
+                // Changed since (a merge): the objects this change added leave, those it removed
+                // come back, and the others stay.
+                target = RelationshipKeys.merged(
+                    snapshot: new, object: old, committed: current, relationship: relationship)
+            } else {
+                // Changed since: the newer value stands.
+                continue
+            }
+            if let relationship {
+                let (kept, missing) = context.existingReferences(
+                    target, previous: current, relationship: relationship,
+                    destinationIndex: context.link(of: object, column: slot).destinationIndex, keeping: comingBack)
+                if !missing.isEmpty {
+                    target = kept
+                    deleted.formUnion(missing)
+                }
+            }
+            guard !StoredValue.isSame(target, current) else { continue }
+            context.writeForUndo(target, to: object, at: slot)
+            done.changes.append(SlotChange(slot: slot, old: current, new: target))
+        }
+        return (done.changes.isEmpty ? nil : done, deleted)
+    }
+
+    /// Removes from the relationships of `object` (just brought back) the objects that no
+    /// longer exist.
+    private func dropMissingReferences(
+        of object: ManagedObject,
+        in context: ManagedObjectContext,
+        keeping comingBack: Set<ObjectID>
+    ) -> Set<ObjectID> {
+        let entity = object.entity
+        var deleted = Set<ObjectID>()
+        for (offset, relationship) in entity.relationships.enumerated() {
+            let slot = entity.attributes.count + offset
+            let current = object._values[slot]
+            let value = translated(current, relationship)
+            let (kept, missing) = context.existingReferences(
+                value, previous: .null, relationship: relationship,
+                destinationIndex: context.link(of: object, column: slot).destinationIndex, keeping: comingBack)
+            deleted.formUnion(missing)
+            if !StoredValue.isSame(kept, current) {
+                context.writeForUndo(kept, to: object, at: slot)
+            }
+        }
+        return deleted
+    }
+
+    /// `value` of `relationship` with the temporary keys of objects saved since replaced by
+    /// their permanent keys.
+    func translated(_ value: StoredValue, _ relationship: RelationshipDescription) -> StoredValue {
+        guard !permanentKeys.isEmpty else { return value }
+        switch value {
+        case .integer(let key) where key < 0:
+            return permanentKeys[key].map { .integer($0) } ?? value
+        case .data:
+            let keys = RelationshipKeys.decode(value)
+            guard keys.contains(where: { $0 < 0 && permanentKeys[$0] != nil }) else { return value }
+            return RelationshipKeys.encode(keys.map { $0 < 0 ? permanentKeys[$0] ?? $0 : $0 }, for: relationship)
+        default:
+            return value
+        }
+    }
+}
+
+extension EntityDescription {
+    /// The relationship at row slot `slot`, or `nil` for an attribute (transient or not).
+    func relationship(atSlot slot: Int) -> RelationshipDescription? {
+        let offset = slot - attributes.count
+        guard offset >= 0, offset < relationships.count else { return nil }
+        return relationships[offset]
+    }
+}

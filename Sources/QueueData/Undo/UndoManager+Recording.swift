@@ -1,0 +1,233 @@
+/// How an undo manager learns of its context's changes. Everything here runs on the context's
+/// queue, called by the context.
+///
+/// Attribute and relationship changes are recorded as differences: the first change of an
+/// object in an event (the object's first change since the context last processed its
+/// changes: the only one that reaches the context, later ones take the setters' inline path)
+/// copies the object's values, and processing the changes compares them with the values then.
+/// Insertions and deletions are recorded as they happen.
+extension UndoManager {
+    // MARK: Attaching
+
+    /// Starts recording `context`'s changes, after processing those so far (so that every
+    /// object's next change reaches the context).
+    func attach(to context: ManagedObjectContext) {
+        if isAttached, self.context !== context {
+            fatalError(
+                "QueueData: this UndoManager already records context '\(self.context?.name ?? "(deallocated)")'; "
+                    + "give each context an undo manager of its own.")
+        }
+        self.context = context
+        isAttached = true
+        context.confinement.withMarkedBlock {
+            context.processPendingChangesOnQueue()
+        }
+    }
+
+    /// Stops recording, forgetting every group.
+    func detach() {
+        forgetEverything()
+        context = nil
+        isAttached = false
+        eventLevel = 0
+        explicitLevel = 0
+        disabledCount = 0
+    }
+
+    /// Forgets every group and everything recorded so far.
+    func forgetEverything() {
+        undoStack.removeAll()
+        redoStack.removeAll()
+        openGroup = UndoGroup()
+        preImages.removeAll()
+        preImaged.removeAll()
+        permanentKeys.removeAll()
+        consequenceGroup = nil
+        mergedSlots.removeAll()
+    }
+
+    /// Processes the context's changes (``ManagedObjectContext/processPendingChanges()``), which
+    /// records them.
+    func processContextChanges() {
+        guard let context else { return }
+        context.confinement.withMarkedBlock {
+            context.processPendingChangesOnQueue()
+        }
+    }
+
+    var isRecording: Bool {
+        disabledCount == 0 && applying == nil
+    }
+
+    // MARK: Changes
+
+    /// Called before the first change of `object` since the context last processed its
+    /// changes (and before every change of an object pending deletion, whose inverses change
+    /// without registering): keeps its values as they are.
+    func willChange(_ object: ManagedObject) {
+        guard isRecording, preImaged.insert(ObjectIdentifier(object)).inserted else { return }
+        let values = Array(UnsafeBufferPointer(start: object._values, count: object.entity.objectSlotCount))
+        preImages.append(
+            PreImage(
+                object: object, values: values, baseSnapshot: object._snapshot,
+                baseVersion: object._snapshotVersion))
+    }
+
+    /// Whether an object changed since the last processing has values other than the ones it
+    /// had then.
+    var hasPendingChanges: Bool {
+        preImages.contains { image in
+            (0..<image.values.count).contains { !StoredValue.isSame(image.values[$0], image.object._values[$0]) }
+        }
+    }
+
+    /// Records what changed in each object since its first change in this event: called when
+    /// the context processes its changes.
+    func recordPendingChanges() {
+        guard !preImages.isEmpty else { return }
+        let images = preImages
+        preImages.removeAll(keepingCapacity: true)
+        preImaged.removeAll(keepingCapacity: true)
+        guard isRecording else { return }
+        for image in images {
+            let object = image.object
+            var changes: [SlotChange] = []
+            for slot in image.values.indices where !StoredValue.isSame(image.values[slot], object._values[slot]) {
+                changes.append(SlotChange(slot: slot, old: image.values[slot], new: object._values[slot]))
+            }
+            if !changes.isEmpty {
+                record(
+                    .values(
+                        ValuesChange(
+                            object: object, changes: changes, baseSnapshot: image.baseSnapshot,
+                            baseVersion: image.baseVersion)))
+            }
+        }
+    }
+
+    /// Records that `object` was inserted.
+    func recordInsertion(_ object: ManagedObject) {
+        guard isRecording else { return }
+        record(.insertion(object))
+    }
+
+    /// Records that `object` was deleted (a pending deletion, or an inserted object discarded).
+    func recordDeletion(_ object: ManagedObject) {
+        guard isRecording else { return }
+        record(.deletion(object))
+    }
+
+    /// Adds `entry` to the group it belongs to: the group of the deletion a save's delete rules
+    /// follow from, the group being recorded, or a group of its own when none is open.
+    private func record(_ entry: UndoEntry) {
+        if let position = consequenceGroup {
+            switch position.direction {
+            case .undo: undoStack[position.index].append(entry)
+            case .redo: redoStack[position.index].append(entry)
+            }
+        } else if eventLevel + explicitLevel > 0 {
+            openGroup.append(entry)
+        } else {
+            var group = UndoGroup()
+            group.append(entry)
+            push(group)
+        }
+    }
+
+    /// Adds a group recorded from new changes to the undo stack: the redo stack is emptied.
+    private func push(_ group: UndoGroup) {
+        guard !group.isEmpty else { return }
+        redoStack.removeAll()
+        undoStack.append(group)
+        trimUndoStack()
+    }
+
+    /// Forgets the oldest groups beyond ``levelsOfUndo``.
+    func trimUndoStack() {
+        if levels > 0, undoStack.count > levels {
+            undoStack.removeFirst(undoStack.count - levels)
+        }
+    }
+
+    // MARK: Groups
+
+    /// Opens the group of a block of the `perform` family, if ``groupsByEvent``; returns
+    /// whether it did. Changes made on the queue outside any block are processed first.
+    func beginEventGroup() -> Bool {
+        guard groupsByEventValue, isAttached, let context else { return false }
+        if !context.changedSinceProcessing.isEmpty || !preImages.isEmpty {
+            processContextChanges()
+        }
+        eventLevel += 1
+        return true
+    }
+
+    /// Closes the group of a block of the `perform` family (the context processed its changes
+    /// just before).
+    func endEventGroup() {
+        guard eventLevel > 0 else { return }
+        eventLevel -= 1
+        closeGroupIfOutermost()
+    }
+
+    /// Pushes the group being recorded when no level is open any more.
+    func closeGroupIfOutermost() {
+        guard eventLevel + explicitLevel == 0 else { return }
+        sealOpenGroup()
+    }
+
+    /// Pushes the group recorded so far, if it has anything, and starts a new one.
+    func sealOpenGroup() {
+        let group = openGroup
+        openGroup = UndoGroup()
+        push(group)
+    }
+
+    // MARK: Merges
+
+    /// Called when a merge or refresh gives `object` the committed row `values` at `version`,
+    /// replacing `previous`: an undo never sets back what it changed (see ``ValuesChange``).
+    func didMerge(_ object: ManagedObject, previous: [StoredValue], values: [StoredValue], version: Int64) {
+        guard !undoStack.isEmpty || !redoStack.isEmpty || !openGroup.isEmpty else { return }
+        for slot in values.indices where !StoredValue.isSame(previous[slot], values[slot]) {
+            mergedSlots[object._objectID, default: [:]][slot] = version
+        }
+    }
+
+    // MARK: Saves
+
+    /// Called when a save starts with `deletions` pending, before its delete rules and
+    /// `willSave()` run: their changes join the group that recorded the deletion (the newest
+    /// such group, on either stack), so that one undo brings the object back with its links.
+    /// Nothing changes when the deletion is in the group being recorded.
+    func beginSave(deleting deletions: [ManagedObject]) {
+        isSaving = true
+        guard isRecording, !deletions.isEmpty else { return }
+        let roots = Set(deletions.map(ObjectIdentifier.init))
+        guard openGroup.removed.isDisjoint(with: roots) else { return }
+        if let index = undoStack.lastIndex(where: { !$0.removed.isDisjoint(with: roots) }) {
+            consequenceGroup = GroupPosition(direction: .undo, index: index)
+        } else if let index = redoStack.lastIndex(where: { !$0.removed.isDisjoint(with: roots) }) {
+            consequenceGroup = GroupPosition(direction: .redo, index: index)
+        }
+    }
+
+    /// Called once the save's delete rules, `willSave()` and validation ran (or failed).
+    func endSaveConsequences() {
+        guard isSaving else { return }
+        isSaving = false
+        if consequenceGroup != nil, !preImages.isEmpty {
+            processContextChanges()
+        }
+        consequenceGroup = nil
+    }
+
+    /// Called after a save committed, with the permanent keys it gave (temporary key →
+    /// permanent key, upserted objects included): recorded relationship values hold the
+    /// temporary keys.
+    func didSave(permanentKeys newKeys: [(Int64, Int64)]) {
+        for (temporary, permanent) in newKeys {
+            permanentKeys[temporary] = permanent
+        }
+    }
+}
