@@ -176,7 +176,8 @@ extension ManagedObjectContext {
             } else {
                 unregister(object)
                 // Deleted by this save (an undo may write it back), or by another context's.
-                object._state = position < deletedCount ? [.deleted, .detached, .deletedBySave] : [.deleted, .detached]
+                object._state =
+                    position < deletedCount ? [.deleted, .detached, .deletedBySave] : [.deleted, .detached]
             }
         }
         for object in updates {

@@ -397,7 +397,9 @@ final class StoreCoordinator: @unchecked Sendable {
             if tables[restore.entityIndex].row(for: restore.primaryKey) == nil {
                 plan.restores.append((key, restore.values, restore.baseVersion))
             } else {
-                let slots = restore.values.indices.filter { !StoredValue.isSame(restore.values[$0], restore.snapshot[$0]) }
+                let slots = restore.values.indices.filter {
+                    !StoredValue.isSame(restore.values[$0], restore.snapshot[$0])
+                }
                 request.updates.append(
                     SaveRequest.Update(
                         entityIndex: restore.entityIndex, primaryKey: restore.primaryKey,

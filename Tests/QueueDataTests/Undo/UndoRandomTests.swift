@@ -41,7 +41,8 @@ struct UndoRandomTests {
             }
             let snapshot = { context.performAndWait { Self.snapshot(context, projected: savesBetween) } }
             let stored = try Self.storedSignature(manager)
-            #expect(stored == Self.withoutTransients(context.performAndWait { Self.snapshot(context, projected: true) }))
+            #expect(
+                stored == Self.withoutTransients(context.performAndWait { Self.snapshot(context, projected: true) }))
             // The reference: the snapshot after each group recorded, and where undo stands.
             var states = [snapshot()]
             var position = 0
@@ -137,7 +138,8 @@ struct UndoRandomTests {
             }
             position = 0
             compare("undoing everything")
-            Self.expectEqual(try Self.storedSignature(manager), stored, "stored after undoing everything (round \(round))")
+            Self.expectEqual(
+                try Self.storedSignature(manager), stored, "stored after undoing everything (round \(round))")
             manager.close()
         }
     }
@@ -312,6 +314,7 @@ struct UndoRandomTests {
         let differences = keys.filter { actual[$0] != expected[$0] }.map {
             "\($0): \(actual[$0] ?? "(absent)") ≠ expected \(expected[$0] ?? "(absent)")"
         }
-        #expect(differences.isEmpty, "\(comment): \(differences.joined(separator: "; "))", sourceLocation: sourceLocation)
+        #expect(
+            differences.isEmpty, "\(comment): \(differences.joined(separator: "; "))", sourceLocation: sourceLocation)
     }
 }

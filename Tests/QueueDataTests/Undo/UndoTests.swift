@@ -43,7 +43,9 @@ struct UndoTests {
         }
     }
 
-    @Test("each perform block is a group: undo and redo attribute changes, transient ones too", arguments: LifecycleStore.allCases)
+    @Test(
+        "each perform block is a group: undo and redo attribute changes, transient ones too",
+        arguments: LifecycleStore.allCases)
     func attributeChanges(_ store: LifecycleStore) throws {
         let directory = TemporaryDirectory("undo-attributes-\(store)")
         let manager = undoModelManager(store, directory)
@@ -118,7 +120,8 @@ struct UndoTests {
         }
     }
 
-    @Test("explicit groups span blocks; inside a block they nest in its group; without groupsByEvent they split a block")
+    @Test(
+        "explicit groups span blocks; inside a block they nest in its group; without groupsByEvent they split a block")
     func grouping() throws {
         let manager = undoModelManager(.memory, TemporaryDirectory("undo-groups"))
         let context = try makeContext(manager, "undo")
@@ -249,7 +252,9 @@ struct UndoTests {
         try context.performAndWait { try context.save() }
         let stored = try UndoRandomTests.storedSignature(manager)
         #expect(stored["a1"] == nil)
-        #expect(stored["s1"] == "Sketch uid=\"s1\" title=\"Harbour\" strokes=0 finished=nil album=[] layers=[l9,l0,l1] labels=[]")
+        #expect(
+            stored["s1"]
+                == "Sketch uid=\"s1\" title=\"Harbour\" strokes=0 finished=nil album=[] layers=[l9,l0,l1] labels=[]")
         manager.close()
     }
 
@@ -300,7 +305,9 @@ struct UndoTests {
         manager.close()
     }
 
-    @Test("an undone insertion that was saved deletes the object; redoing it writes it back", arguments: LifecycleStore.allCases)
+    @Test(
+        "an undone insertion that was saved deletes the object; redoing it writes it back",
+        arguments: LifecycleStore.allCases)
     func undoSavedInsertion(_ store: LifecycleStore) throws {
         let directory = TemporaryDirectory("undo-insert-\(store)")
         let manager = undoModelManager(store, directory)
