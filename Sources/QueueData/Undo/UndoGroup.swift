@@ -33,18 +33,9 @@ struct SlotChange {
 
 /// A group of entries that one `undo()` undoes and one `redo()` redoes.
 struct UndoGroup {
+    /// Tells groups apart (increasing: a later group has a larger one).
+    var id = 0
     var entries: [UndoEntry] = []
     var actionName = ""
-    /// The objects whose deletion (or removal) this group records, so that the changes a save
-    /// makes because of a deletion (its delete rules) join the group that can bring it back.
-    var removed: Set<ObjectIdentifier> = []
-
     var isEmpty: Bool { entries.isEmpty }
-
-    mutating func append(_ entry: UndoEntry) {
-        if case .deletion(let object) = entry {
-            removed.insert(ObjectIdentifier(object))
-        }
-        entries.append(entry)
-    }
 }

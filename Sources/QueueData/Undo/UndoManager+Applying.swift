@@ -34,10 +34,10 @@ extension UndoManager {
             return apply(group, in: context)
         }
         applying = nil
-        var opposite = UndoGroup()
+        var opposite = makeGroup()
         opposite.actionName = group.actionName
         for entry in applied {
-            opposite.append(entry)
+            append(entry, to: &opposite)
         }
         if !opposite.isEmpty {
             switch direction {

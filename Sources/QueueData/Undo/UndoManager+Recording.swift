@@ -38,7 +38,8 @@ extension UndoManager {
     func forgetEverything() {
         undoStack.removeAll()
         redoStack.removeAll()
-        openGroup = UndoGroup()
+        openGroup = makeGroup()
+        removedBy.removeAll()
         preImages.removeAll()
         preImaged.removeAll()
         permanentKeys.removeAll()
@@ -122,16 +123,30 @@ extension UndoManager {
     private func record(_ entry: UndoEntry) {
         if let position = consequenceGroup {
             switch position.direction {
-            case .undo: undoStack[position.index].append(entry)
-            case .redo: redoStack[position.index].append(entry)
+            case .undo: append(entry, to: &undoStack[position.index])
+            case .redo: append(entry, to: &redoStack[position.index])
             }
         } else if eventLevel + explicitLevel > 0 {
-            openGroup.append(entry)
+            append(entry, to: &openGroup)
         } else {
-            var group = UndoGroup()
-            group.append(entry)
+            var group = makeGroup()
+            append(entry, to: &group)
             push(group)
         }
+    }
+
+    /// A new empty group.
+    func makeGroup() -> UndoGroup {
+        defer { nextGroupID += 1 }
+        return UndoGroup(id: nextGroupID)
+    }
+
+    /// Appends `entry` to `group`, noting the group of an object's latest removal.
+    func append(_ entry: UndoEntry, to group: inout UndoGroup) {
+        if case .deletion(let object) = entry {
+            removedBy[ObjectIdentifier(object)] = group.id
+        }
+        group.entries.append(entry)
     }
 
     /// Adds a group recorded from new changes to the undo stack: the redo stack is emptied.
@@ -179,7 +194,7 @@ extension UndoManager {
     /// Pushes the group recorded so far, if it has anything, and starts a new one.
     func sealOpenGroup() {
         let group = openGroup
-        openGroup = UndoGroup()
+        openGroup = makeGroup()
         push(group)
     }
 
@@ -197,17 +212,19 @@ extension UndoManager {
     // MARK: Saves
 
     /// Called when a save starts with `deletions` pending, before its delete rules and
-    /// `willSave()` run: their changes join the group that recorded the deletion (the newest
-    /// such group, on either stack), so that one undo brings the object back with its links.
-    /// Nothing changes when the deletion is in the group being recorded.
+    /// `willSave()` run: their changes join the group that recorded the latest removal of a
+    /// deleted object (on either stack; the newest one when the deletions come from several), so
+    /// that one undo brings the object back with its links. Nothing changes when that group is
+    /// the one being recorded.
     func beginSave(deleting deletions: [ManagedObject]) {
         isSaving = true
         guard isRecording, !deletions.isEmpty else { return }
-        let roots = Set(deletions.map(ObjectIdentifier.init))
-        guard openGroup.removed.isDisjoint(with: roots) else { return }
-        if let index = undoStack.lastIndex(where: { !$0.removed.isDisjoint(with: roots) }) {
+        guard let latest = deletions.compactMap({ removedBy[ObjectIdentifier($0)] }).max(),
+            latest != openGroup.id
+        else { return }
+        if let index = undoStack.lastIndex(where: { $0.id == latest }) {
             consequenceGroup = GroupPosition(direction: .undo, index: index)
-        } else if let index = redoStack.lastIndex(where: { !$0.removed.isDisjoint(with: roots) }) {
+        } else if let index = redoStack.lastIndex(where: { $0.id == latest }) {
             consequenceGroup = GroupPosition(direction: .redo, index: index)
         }
     }

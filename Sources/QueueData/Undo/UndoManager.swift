@@ -52,7 +52,12 @@ public final class UndoManager {
     var undoStack: [UndoGroup] = []
     var redoStack: [UndoGroup] = []
     /// The group being recorded while ``groupingLevel`` is above 0.
-    var openGroup = UndoGroup()
+    var openGroup = UndoGroup(id: 1)
+    var nextGroupID = 2
+    /// For each object removed (deleted, or an insertion undone): the group recording its latest
+    /// removal, so that the changes a save makes because of a deletion (its delete rules) join
+    /// the group that can bring it back.
+    var removedBy: [ObjectIdentifier: Int] = [:]
     /// Levels opened by blocks of the `perform` family, and by ``beginUndoGrouping()``.
     var eventLevel = 0
     var explicitLevel = 0
