@@ -130,9 +130,11 @@ extension UndoManager {
         var deleted = Set<ObjectID>()
         for slotChange in change.changes {
             let slot = slotChange.slot
-            let current = object._values[slot]
-            var target: StoredValue
             let relationship = entity.relationship(atSlot: slot)
+            // Compared with the recorded values in the same keys: an object that left the context
+            // with a save (deleted) still holds the temporary keys of objects that save inserted.
+            let current = relationship.map { translated(object._values[slot], $0) } ?? object._values[slot]
+            var target: StoredValue
             let old = relationship.map { translated(slotChange.old, $0) } ?? slotChange.old
             let new = relationship.map { translated(slotChange.new, $0) } ?? slotChange.new
             if StoredValue.isSame(current, new) {
@@ -217,5 +219,10 @@ extension EntityDescription {
         let offset = slot - attributes.count
         guard offset >= 0, offset < relationships.count else { return nil }
         return relationships[offset]
+    }
+
+    /// The row slots of the relationships.
+    var relationshipSlots: Range<Int> {
+        attributes.count..<(attributes.count + relationships.count)
     }
 }

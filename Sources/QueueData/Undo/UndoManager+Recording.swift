@@ -65,20 +65,22 @@ extension UndoManager {
     /// Called before the first change of `object` since the context last processed its
     /// changes (and before every change of an object pending deletion, whose inverses change
     /// without registering): keeps its values as they are.
-    func willChange(_ object: ManagedObject) {
+    func willChange(_ object: ManagedObject, relationshipsOnly: Bool = false) {
         guard isRecording, preImaged.insert(ObjectIdentifier(object)).inserted else { return }
         let values = Array(UnsafeBufferPointer(start: object._values, count: object.entity.objectSlotCount))
         preImages.append(
             PreImage(
                 object: object, values: values, baseSnapshot: object._snapshot,
-                baseVersion: object._snapshotVersion))
+                baseVersion: object._snapshotVersion, relationshipsOnly: relationshipsOnly))
     }
 
     /// Whether an object changed since the last processing has values other than the ones it
     /// had then.
     var hasPendingChanges: Bool {
         preImages.contains { image in
-            (0..<image.values.count).contains { !StoredValue.isSame(image.values[$0], image.object._values[$0]) }
+            (image.relationshipsOnly ? image.object.entity.relationshipSlots : image.values.indices).contains {
+                !StoredValue.isSame(image.values[$0], image.object._values[$0])
+            }
         }
     }
 
@@ -93,7 +95,8 @@ extension UndoManager {
         for image in images {
             let object = image.object
             var changes: [SlotChange] = []
-            for slot in image.values.indices where !StoredValue.isSame(image.values[slot], object._values[slot]) {
+            let slots = image.relationshipsOnly ? object.entity.relationshipSlots : image.values.indices
+            for slot in slots where !StoredValue.isSame(image.values[slot], object._values[slot]) {
                 changes.append(SlotChange(slot: slot, old: image.values[slot], new: object._values[slot]))
             }
             if !changes.isEmpty {
@@ -106,9 +109,17 @@ extension UndoManager {
         }
     }
 
-    /// Records that `object` was inserted.
+    /// Records that `object` was inserted, and keeps its values as inserted: the relationships it
+    /// is given in the insertion's event (its setters take the inline path then) are recorded like
+    /// any other change, so that undoing the insertion takes back the object's side of the links
+    /// along with the other side (recorded as changes of the related objects). Otherwise an
+    /// insertion undone after a save (a deletion, to save) would keep links the related objects
+    /// no longer have, and the save would apply its delete rules to them: a cascade would delete
+    /// objects the group only linked to it. Its attributes, which nothing else mirrors, are left
+    /// as they are (a redo brings the object back with them).
     func recordInsertion(_ object: ManagedObject) {
         guard isRecording else { return }
+        willChange(object, relationshipsOnly: true)
         record(.insertion(object))
     }
 

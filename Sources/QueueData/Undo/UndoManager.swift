@@ -38,9 +38,9 @@ import Foundation
 /// ``ManagedObjectContext/rollback()`` and ``ManagedObjectContext/reset()`` remove every
 /// action, as in Core Data.
 ///
-/// Recording costs nothing when a context has no undo manager. With one, the first change
-/// of an object in each event copies the object's values, and processing the event's
-/// changes compares them: the cost grows with the objects changed, not the context.
+/// Recording costs nothing when a context has no undo manager. With one, each insertion and
+/// the first change of an object in each event copy the object's values, and processing the
+/// event's changes compares them: the cost grows with the objects changed, not the context.
 ///
 /// - Important: Once given to a context, use it only on the context's queue (every method
 ///   checks, and traps otherwise). One undo manager serves one context.
@@ -94,6 +94,8 @@ public final class UndoManager {
         let values: [StoredValue]
         let baseSnapshot: [StoredValue]?
         let baseVersion: Int64
+        /// Only the relationships' changes are recorded (an object's insertion).
+        let relationshipsOnly: Bool
     }
 
     /// Posted on the context's queue after ``undo()`` changed the context; `object` is the

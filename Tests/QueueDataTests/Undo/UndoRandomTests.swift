@@ -23,16 +23,7 @@ struct UndoRandomTests {
         "every undo and redo gives back the graph's snapshot at that point; undoing all and saving stores the start",
         arguments: LifecycleStore.allCases, [false, true])
     func randomRounds(_ store: LifecycleStore, _ savesBetween: Bool) throws {
-        guard savesBetween else {
-            return try Self.runRounds(store, savesBetween: false)
-        }
-        // Known issue: with saves between the edits, 2 of the memory store's 16 default rounds
-        // (8 and 11) end an undo with a to-one relationship or a cascaded layer other than the
-        // snapshot's. Every other round, and every round without saves, matches exactly.
-        withKnownIssue("undo across saves: a to-one or cascaded object differs in rare sequences", isIntermittent: true)
-        {
-            try Self.runRounds(store, savesBetween: true)
-        }
+        try Self.runRounds(store, savesBetween: savesBetween)
     }
 
     static func runRounds(_ store: LifecycleStore, savesBetween: Bool) throws {

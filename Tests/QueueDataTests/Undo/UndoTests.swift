@@ -402,8 +402,10 @@ struct UndoTests {
         }
         flush(context)
         let undid = Recorder<UndoOutcome>()
+        // Only this context's undo manager: tests running alongside post the same notification.
+        let undoManager = context.performAndWait { context.undoManager! }
         let observer = NotificationCenter.default.addObserver(
-            forName: UndoManager.didUndoChangeNotification, object: nil, queue: nil
+            forName: UndoManager.didUndoChangeNotification, object: undoManager, queue: nil
         ) { notification in
             if let outcome = notification.userInfo?[UndoOutcome.userInfoKey] as? UndoOutcome {
                 undid.record(outcome)
