@@ -152,6 +152,12 @@ extension UndoManager {
                 // come back, and the others stay.
                 target = RelationshipKeys.merged(
                     snapshot: new, object: old, committed: current, relationship: relationship)
+                // Changed since also by this context's own save: the delete rules of a deletion
+                // it saved take the object out of the relationship, recorded in the deletion's
+                // (older) group. An ordered relationship gets back the order the change replaced.
+                if relationship.isOrdered {
+                    target = Self.ordered(target, current: current, old: old, relationship)
+                }
             } else {
                 // Changed since: the newer value stands.
                 continue
@@ -194,6 +200,34 @@ extension UndoManager {
             }
         }
         return deleted
+    }
+
+    /// The keys of `target`, an ordered relationship's value made from `current` by putting back
+    /// some keys of `old`: the keys kept stay in their order, and each key put back goes right
+    /// after the key before it in `old` (the first, when none of those is there).
+    ///
+    /// - Complexity: O(*n*²) in the number of keys.
+    static func ordered(
+        _ target: StoredValue,
+        current: StoredValue,
+        old: StoredValue,
+        _ relationship: RelationshipDescription
+    ) -> StoredValue {
+        let keys = RelationshipKeys.decode(target)
+        let before = Set(RelationshipKeys.decode(current))
+        var result = keys.filter { before.contains($0) }
+        var putBack = Set(keys.filter { !before.contains($0) })
+        var cursor = 0
+        for key in RelationshipKeys.decode(old) {
+            if let index = result.firstIndex(of: key) {
+                cursor = index + 1
+            } else if putBack.remove(key) != nil {
+                result.insert(key, at: cursor)
+                cursor += 1
+            }
+        }
+        result += keys.filter { putBack.contains($0) }
+        return RelationshipKeys.encode(result, for: relationship)
     }
 
     /// `value` of `relationship` with the temporary keys of objects saved since replaced by

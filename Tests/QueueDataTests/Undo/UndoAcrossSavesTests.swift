@@ -84,4 +84,42 @@ struct UndoAcrossSavesTests {
         UndoRandomTests.expectEqual(try UndoRandomTests.storedSignature(manager), before, "redone and undone")
         manager.close()
     }
+
+    @Test(
+        "undoing a change of an ordered relationship that a saved deletion's rules changed since gives back its order",
+        arguments: LifecycleStore.allCases)
+    func undoKeepsOrderOverSavedDeletion(_ store: LifecycleStore) throws {
+        let directory = TemporaryDirectory("undo-order-\(store)")
+        let manager = undoModelManager(store, directory)
+        let context = try makeContext(manager, "undo")
+        let sketchID = try context.performAndWait {
+            let sketch = context.insert(Sketch.self)
+            sketch.uid = "s1"
+            for uid in ["l1", "l2", "l3"] {
+                let layer = context.insert(Layer.self)
+                layer.uid = uid
+                sketch.layers.append(layer)
+            }
+            try context.save()
+            context.undoManager = UndoManager()
+            return sketch.objectID
+        }
+        // Delete l1 (its rule takes it out of the layers when saved), then take l2 out, and save:
+        // the first group records the rule's change, so the second no longer matches.
+        context.performAndWait { context.delete((context.object(with: sketchID) as! Sketch).layers[0]) }
+        try context.performAndWait {
+            let sketch = context.object(with: sketchID) as! Sketch
+            sketch.layers.remove(at: 1)
+            try context.save()
+        }
+        context.performAndWait {
+            let sketch = context.object(with: sketchID) as! Sketch
+            #expect(sketch.layers.map(\.uid) == ["l3"])
+            context.undo()
+            #expect(sketch.layers.map(\.uid) == ["l2", "l3"])
+            context.undo()
+            #expect(sketch.layers.map(\.uid) == ["l1", "l2", "l3"])
+        }
+        manager.close()
+    }
 }
