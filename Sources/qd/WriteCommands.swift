@@ -19,8 +19,10 @@ enum WriteCommands {
         Writes the store as another store file: OUT's extension picks the type (.journal or
         .json), its name and directory the place. The new store is written under a temporary
         name, read back and compared with the original, then given its name (never over an
-        existing file); the original is left as it was, and the store identifier (and so every
-        object ID) is kept. Takes the source's lock: refused while another process has it open.
+        existing file). The original is left as it was: it is read, not opened, so not even a
+        torn journal tail is set aside (the committed records before it are converted). The
+        store identifier (and so every object ID) is kept. Takes the source's lock: refused
+        while another process has it open.
         """
 
     static let importHelp = """
@@ -77,15 +79,13 @@ enum WriteCommands {
         guard !target.exists else {
             throw ToolFailure(.failed, "\(target.url.path) exists: remove it, or convert to another name.")
         }
-        let manager = try source.manager()
-        defer { manager.close() }
+        guard source.exists else { throw ToolFailure(.unreadable, "\(source.url.path) does not exist.") }
         do {
-            try manager.loadPersistentStore()
-            try manager.migratePersistentStore(to: target.type, directory: target.directory, name: target.name)
+            // Read, not opened: opening a journal as a store would set a torn tail aside.
+            try StoreInspection.convert(source.url, to: target.type, directory: target.directory, name: target.name)
         } catch {
             throw source.failure(error, doing: "convert")
         }
-        manager.close()
         printOutput(
             "\(source.url.path) → \(target.url.path): \(target.kind) store written, read back and verified "
                 + "(\(fileSize(target.url)) bytes).")

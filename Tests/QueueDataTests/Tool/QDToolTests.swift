@@ -301,6 +301,35 @@ struct QDToolTests {
         #expect(bad.standardError.contains("Destination"))
     }
 
+    /// `qd convert` reads a journal with a torn tail without recovering it: the source keeps
+    /// every byte (no tail is set aside beside it), and the new store holds the valid prefix.
+    @Test func convertLeavesATornJournalUntouched() throws {
+        let directory = TemporaryDirectory("qd-convert-torn")
+        let store = try writeGraphStore("journal", directory)
+        let intact = try directory.bytes(of: "Store.journal")
+        let offsets = recordOffsets(intact)
+        let torn = intact + Array(intact[offsets[3]..<(offsets[3] + 30)])
+        try directory.write(torn, to: "Store.journal")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+
+        let converted = directory.file("Copy.json")
+        let output = try qd("convert", store.path, converted.path)
+        #expect(output.status == 0, "\(output.standardError)")
+        #expect(try directory.bytes(of: "Store.journal") == torn)
+        let after = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        #expect(!after.contains { $0.contains(".torn-") }, "\(after)")
+        #expect(Set(after).subtracting(names).subtracting(["Store.lock"]) == ["Copy.json"], "\(after)")
+        let prefix = try StoreInspection.contents(of: store)
+        let result = try StoreInspection.contents(of: converted)
+        #expect(result.metadata.storeIdentifier == prefix.metadata.storeIdentifier)
+        for entity in prefix.schema {
+            let left = (prefix.rows[entity.name] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+            let right = (result.rows[entity.name] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+            #expect(left == right, "\(entity.name)")
+        }
+        #expect(result.rows["Expedition"]?.count == 11)
+    }
+
     /// `qd convert` writes a verified store of the other type that the library opens with the
     /// same rows; `qd compact` shrinks a journal; `qd import` inserts and upserts.
     @Test func convertCompactAndImport() throws {
