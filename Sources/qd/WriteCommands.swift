@@ -35,8 +35,12 @@ enum WriteCommands {
         attributes and relationships (object ID URIs of this store); objectID fields are ignored.
         Stores do not record uniqueness constraints: --unique names the attributes that identify
         an object, and a record matching an existing one updates it (--on-conflict update, the
-        default) or fails the import (--on-conflict fail). Takes the store's lock: refused while
-        another process has the store open.
+        default) or fails the import (--on-conflict fail). An update replaces the whole object:
+        fields the file leaves out take their defaults, in updated objects too — include every
+        field (an export of the entity has them all). In CSV an empty unquoted field is nil
+        (refused for a required attribute other than a string); in a file with one column, an
+        empty line is a record of one nil field. Takes the store's lock: refused while another
+        process has the store open.
         """
 
     static func compact(_ arguments: [String]) throws -> ExitStatus {

@@ -5,17 +5,18 @@ import Foundation
 /// ``ExportOutput/appendJSON(_:of:)``).
 enum ImportValues {
     /// The value of `attribute` a CSV field holds, or the reason it holds none. An empty unquoted
-    /// field is `nil` (the attribute's default when it is not optional).
+    /// field is `nil`: refused for a required attribute, as JSON's `null` is, except a string's,
+    /// which is the empty string (as CSV writers other than QueueData's write it).
     static func value(
         fromText text: String,
         quoted: Bool,
         attribute: AttributeDescription
     ) -> Result<StoredValue, Refusal> {
-        if text.isEmpty && !quoted && attribute.type != .string {
-            return .success(attribute.isOptional ? .null : attribute.defaultValue)
-        }
         if text.isEmpty && !quoted && attribute.isOptional {
             return .success(.null)
+        }
+        if text.isEmpty && !quoted && attribute.type != .string {
+            return .failure(Refusal("is empty (nil), but the attribute is not optional"))
         }
         let value: StoredValue?
         switch attribute.type {
