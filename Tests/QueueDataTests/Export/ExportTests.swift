@@ -235,7 +235,7 @@ struct ExportTests {
                 dispatchPrecondition(condition: .onQueue(queue))
                 reports.record(progress)
             },
-            completion: { result in
+            completionHandler: { result in
                 onQueue = DispatchQueue.getSpecific(key: contextQueueKey) == "context"
                 outcome = result
                 done.signal()
@@ -250,6 +250,28 @@ struct ExportTests {
         #expect(values.last == ExportProgress(completedCount: 3000, totalCount: 3000))
         #expect(values.map(\.completedCount) == values.map(\.completedCount).sorted())
         #expect(values.count >= 3)
+    }
+
+    /// The completion-handler form, called from `async` code with its `completionHandler:`
+    /// label as the documentation writes it, is that form (not the `async` one, which would need
+    /// `await`): this compiles, and the handler gets the result.
+    @Test func completionHandlerFormIsCallableFromAsyncCode() async throws {
+        let directory = TemporaryDirectory("export-completion-async")
+        let manager = journalManager(directory)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try seedDestinations(context, ["a", "b"])
+        let (results, continuation) = AsyncStream.makeStream(of: Result<ExportResult, any Error>.self)
+        let task: ExportTask = context.export(
+            FetchRequest<Destination>(), to: directory.file("d.csv"), formatter: CSVExportFormatter(),
+            completionHandler: { result in
+                continuation.yield(result)
+                continuation.finish()
+            })
+        #expect(!task.isCancelled)
+        var iterator = results.makeAsyncIterator()
+        let result = try #require(await iterator.next())
+        #expect(try result.get().recordCount == 2)
     }
 
     /// A cancelled export stops, throws `CancellationError`, and leaves nothing: no file under
