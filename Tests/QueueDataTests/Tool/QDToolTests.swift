@@ -381,4 +381,48 @@ struct QDToolTests {
         #expect(refused.standardError.contains("line 3"), "\(refused.standardError)")
         #expect(refused.standardError.contains("Nothing was imported"))
     }
+
+    /// `qd import`: --delimiter applies to a CSV file whatever picked the format; an empty
+    /// --unique is a usage error; --unique naming attributes the existing objects share is
+    /// refused with a message saying so, exit status 5, nothing imported.
+    @Test func importOptionsAreCheckedAndApplied() throws {
+        let directory = TemporaryDirectory("qd-import-options")
+        let store = try writeGraphStore("journal", directory)
+        func labels() throws -> [String] {
+            let contents = try StoreInspection.contents(of: store)
+            let entity = try #require(contents.schema.first { $0.name == "Tag" })
+            let column = try #require(entity.index(ofAttribute: "label"))
+            return (contents.rows["Tag"] ?? []).compactMap {
+                if case .string(let text) = $0.values[column] { return text }
+                return nil
+            }.sorted()
+        }
+        try directory.write(Array("label\r\nsemi,colon\r\n".utf8), to: "tags.csv")
+        let semicolons = try qd(
+            "import", store.path, "--entity", "Tag", "--delimiter", ";", directory.file("tags.csv").path)
+        #expect(semicolons.status == 0, "\(semicolons.standardError)")
+        #expect(try labels() == ["semi,colon", "t0", "t1", "t2"])
+
+        try directory.write(Array("{\"label\": \"x\"}\n".utf8), to: "tags.jsonl")
+        let jsonDelimiter = try qd(
+            "import", store.path, "--entity", "Tag", "--delimiter", ";", directory.file("tags.jsonl").path)
+        #expect(jsonDelimiter.status == 2)
+        #expect(jsonDelimiter.standardError.contains("--delimiter applies to CSV"), "\(jsonDelimiter.standardError)")
+        for unique in ["", ",", "label,"] {
+            let output = try qd(
+                "import", store.path, "--entity", "Tag", "--unique", unique, directory.file("tags.jsonl").path)
+            #expect(output.status == 2, "\(unique): \(output.standardError)")
+            #expect(output.standardError.contains("--unique needs attribute names"), "\(output.standardError)")
+        }
+
+        try directory.write(Array("{\"label\": \"t0\"}\n".utf8), to: "duplicate.jsonl")
+        #expect(try qd("import", store.path, "--entity", "Tag", directory.file("duplicate.jsonl").path).status == 0)
+        let before = try directory.bytes(of: "Store.journal")
+        let refused = try qd(
+            "import", store.path, "--entity", "Tag", "--unique", "label", directory.file("tags.jsonl").path)
+        #expect(refused.status == 5, "\(refused.standardError)")
+        #expect(refused.standardError.contains("existing objects already share"), "\(refused.standardError)")
+        #expect(refused.standardError.contains("label = "), "\(refused.standardError)")
+        #expect(try directory.bytes(of: "Store.journal") == before)
+    }
 }
