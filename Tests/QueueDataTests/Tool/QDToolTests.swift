@@ -211,6 +211,59 @@ struct QDToolTests {
         }
     }
 
+    /// `--where` literals are checked against their attribute's type as the expression is read
+    /// (a bad one is a usage error saying what is wrong, not a filter matching nothing), dates
+    /// are read as the library reads them (a date alone too), and integers compare exactly.
+    @Test func whereLiteralsAreTypeChecked() throws {
+        let directory = TemporaryDirectory("qd-where")
+        do {
+            let manager = journalManager(directory)
+            defer { manager.close() }
+            let context = try manager.createContext()
+            try context.performAndWait {
+                for (index, value) in [Int64(1) << 53, (Int64(1) << 53) + 1, 7].enumerated() {
+                    let object = context.insert(AllTypes.self)
+                    object.int64 = value
+                    object.string = "s\(index)"
+                    // 2023-12-31, 2024-01-01, 2024-01-02 at midnight UTC.
+                    object.date = Date(timeIntervalSince1970: 1_704_067_200 + Double(index - 1) * 86_400)
+                }
+                try context.save()
+            }
+        }
+        let store = directory.file("Store.journal").path
+        func strings(_ expression: String) throws -> [String] {
+            let output = try qd(
+                "export", store, "--entity", "AllTypes", "--format", "jsonl", "--no-object-id", "--where", expression)
+            #expect(output.status == 0, "\(expression): \(output.standardError)")
+            return output.standardOutput.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["string"] as? String
+            }
+        }
+        #expect(try strings("int64 == 9007199254740993") == ["s1"])
+        #expect(try strings("int64 < 9007199254740993") == ["s0", "s2"])
+        #expect(try strings("date >= '2024-01-01'") == ["s1", "s2"])
+        #expect(try strings("date < '2024-01-01T00:00:00+01:00'") == ["s0"])
+        #expect(try strings("string beginswith 's' and not int64 == 7") == ["s0", "s1"])
+
+        for (expression, message) in [
+            ("date > 'yesterday'", "is not a quoted ISO 8601 date"),
+            ("int64 == 'x'", "is not an integer"),
+            ("int64 > 2.5", "is not an integer"),
+            ("string == 3", "is not a quoted string"),
+            ("bool == 'true'", "is not true or false"),
+            ("double >= fast", "is not a number"),
+            ("uuid == 'nope'", "is not a quoted UUID"),
+            ("int64 contains '1'", "contains works on string attributes"),
+            ("string < nil", "nil compares with == and != only"),
+        ] {
+            let output = try qd("export", store, "--entity", "AllTypes", "--format", "jsonl", "--where", expression)
+            #expect(output.status == 2, "\(expression): \(output.standardError)")
+            #expect(output.standardError.contains(message), "\(expression): \(output.standardError)")
+            #expect(output.standardOutput.isEmpty)
+        }
+    }
+
     @Test func unreadableFilesAndUsage() throws {
         let directory = TemporaryDirectory("qd-usage")
         try directory.write(Array("not a store".utf8), to: "Junk.journal")
