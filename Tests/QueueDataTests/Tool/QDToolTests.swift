@@ -248,6 +248,7 @@ struct QDToolTests {
 
         for (expression, message) in [
             ("date > 'yesterday'", "is not a quoted ISO 8601 date"),
+            ("date == '2024-02-31'", "is not a quoted ISO 8601 date"),
             ("int64 == 'x'", "is not an integer"),
             ("int64 > 2.5", "is not an integer"),
             ("string == 3", "is not a quoted string"),
