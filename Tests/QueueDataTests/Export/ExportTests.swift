@@ -383,6 +383,26 @@ struct ExportTests {
             }
         }
     }
+
+    /// An export is created 0666 less the umask, as any file a tool writes (not 0600 like the
+    /// store's own files).
+    @Test func exportsGetTheUsualPermissions() async throws {
+        let directory = TemporaryDirectory("export-mode")
+        let manager = journalManager(directory)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try seedDestinations(context, ["a"])
+        let url = directory.file("d.jsonl")
+        _ = try await context.export(FetchRequest<Destination>(), to: url, formatter: JSONLinesExportFormatter())
+        let mask = umask(0o022)
+        umask(mask)
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int)
+        #expect(mode == 0o666 & ~Int(mask), "\(String(mode, radix: 8))")
+        let store = try #require(
+            try FileManager.default.attributesOfItem(atPath: directory.file("Store.journal").path)[.posixPermissions]
+                as? Int)
+        #expect(store == 0o600, "\(String(store, radix: 8))")
+    }
 }
 
 private let contextQueueKey = DispatchSpecificKey<String>()
