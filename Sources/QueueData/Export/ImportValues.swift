@@ -28,8 +28,11 @@ enum ImportValues {
             }
         case .integer16, .integer32, .integer64:
             value = Int64(text).map { .integer($0) }
-        case .double, .float:
+        case .double:
             value = double(text).map { .double($0) }
+        case .float:
+            // As a Float attribute's value is held: `0.1` is Float(0.1), not the Double 0.1.
+            value = double(text).map { .double(Double(Float($0))) }
         case .string:
             value = .string(text)
         case .date:
@@ -67,8 +70,10 @@ enum ImportValues {
             value = (try? scanner.bool()).map { .bool($0) }
         case .integer16, .integer32, .integer64:
             value = isString ? nil : (try? scanner.integer()).map { .integer($0) }
-        case .double, .float:
+        case .double:
             value = (try? scanner.double()).map { .double($0) }
+        case .float:
+            value = (try? scanner.double()).map { .double(Double(Float($0))) }
         case .string:
             value = isString ? (try? scanner.string()).map { .string($0) } : nil
         case .date:

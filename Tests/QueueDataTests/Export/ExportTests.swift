@@ -119,6 +119,38 @@ struct ExportTests {
         #expect(lines[2].split(separator: ";", omittingEmptySubsequences: false)[column] == "")
     }
 
+    /// A Float attribute is written in Float's shortest form (`0.1`, not the Double
+    /// `0.10000000149011612` it is held as), and reads back as the same Float.
+    @Test(arguments: ["csv", "jsonl"])
+    func floatsAreWrittenAsFloats(format: String) async throws {
+        let directory = TemporaryDirectory("export-float")
+        let manager = journalManager(directory)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let floats: [Float] = [0.1, .greatestFiniteMagnitude, .leastNonzeroMagnitude, -2.5, 16_777_215, 1.1e-5]
+        try context.performAndWait {
+            for float in floats {
+                context.insert(AllTypes.self).float = float
+            }
+            try context.save()
+        }
+        let url = directory.file("floats.\(format)")
+        _ = try await context.export(
+            FetchRequest<AllTypes>(), to: url,
+            formatter: format == "csv" ? CSVExportFormatter() as any ExportFormatter : JSONLinesExportFormatter())
+        let text = String(decoding: try directory.bytes(of: url.lastPathComponent), as: UTF8.self)
+        for float in floats {
+            #expect(text.contains(float.description), "\(float.description) in \(text)")
+        }
+        #expect(!text.contains("0.10000000149011612"))
+        let target = journalManager(directory, name: "Target")
+        defer { target.close() }
+        let importer = try target.createContext()
+        _ = try await importer.importRecords(from: url, entityName: "AllTypes")
+        let imported = try importer.performAndWait { try importer.fetch(FetchRequest<AllTypes>()).map(\.float) }
+        #expect(imported.map(\.bitPattern) == floats.map(\.bitPattern))
+    }
+
     /// Relationships export as every related object's ID: to-one, to-many (all of them, in
     /// key order) and ordered to-many (in order).
     @Test(arguments: ["csv", "json", "jsonl"])
