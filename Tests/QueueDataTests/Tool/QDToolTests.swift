@@ -141,6 +141,30 @@ struct QDToolTests {
         #expect(try directory.bytes(of: "Store.journal") == damaged)
         // Reading commands still read the valid prefix; opening in the library refuses.
         #expect(try qd("inspect", store.path).status == 0)
+        // inspect counts the records it read (the four before the damage), says where the damage
+        // is and how many valid records after it are not read, and never prints "?" for what it does not know.
+        let described = try qd("inspect", store.path)
+        #expect(described.standardOutput.contains("4 read: a snapshot of"), "\(described.standardOutput)")
+        #expect(described.standardOutput.contains("then 3 saves"), "\(described.standardOutput)")
+        #expect(
+            described.standardOutput.contains("Damage            at offset \(offsets[4]): damaged record"),
+            "\(described.standardOutput)")
+        #expect(described.standardOutput.contains("(9 valid records after it)"), "\(described.standardOutput)")
+        #expect(!described.standardOutput.contains("offset ?"), "\(described.standardOutput)")
+        let inspectedDamage = try json(try qd("inspect", store.path, "--json"))
+        #expect(inspectedDamage["records"] as? Int == 4)
+        #expect(inspectedDamage["changeRecords"] as? Int == 3)
+        #expect((inspectedDamage["damage"] as? [String: Any])?["offset"] as? Int == offsets[4])
+
+        // A damaged snapshot: no record is read, and inspect says so.
+        var snapshotDamaged = intact
+        snapshotDamaged[offsets[0] + 30] ^= 0x40
+        try directory.write(snapshotDamaged, to: "Store.journal")
+        let noSnapshot = try qd("inspect", store.path)
+        #expect(
+            noSnapshot.standardOutput.contains("0 read: no valid snapshot, then 0 saves"),
+            "\(noSnapshot.standardOutput)")
+        #expect(!noSnapshot.standardOutput.contains("offset ?"), "\(noSnapshot.standardOutput)")
     }
 
     /// References that do not resolve and inverses that do not point back are reported, with the
