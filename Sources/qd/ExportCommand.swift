@@ -18,7 +18,10 @@ enum ExportCommand {
           --entity ENTITY   the entity to export
           --format FORMAT   csv, json or jsonl (default: from -o's extension)
           --where EXPR      rows to keep, e.g. "rating >= 3 and country == 'PT'" (==, !=, <, <=,
-                            >, >=, contains, beginswith; and, or, not, parentheses; nil)
+                            >, >=, contains, beginswith; and, or, not, parentheses; nil). Each
+                            value must fit its attribute (exit status 2 otherwise): an integer,
+                            a number, a quoted string, true or false, a quoted ISO 8601 date
+                            ('2026-11-24' or '2026-11-24T19:56:03Z'), a quoted UUID or URL
           --sort KEYS       order, e.g. "country,-rating" (- for descending); default: key order
           --limit N         at most N records
           --delimiter C     CSV field delimiter (default ,)

@@ -78,14 +78,27 @@ enum InspectCommand {
             "problems": inspection.problems.map(problemReport),
         ]
         if inspection.format == .journal {
-            let snapshot = inspection.records.first { $0.type == "snapshot" }
-            report["records"] = inspection.records.count
-            report["changeRecords"] = inspection.records.filter { $0.type == "changes" }.count
+            // Only the records before the first damage are read: count those, and say what is not.
+            let damage = inspection.damageOffset
+            let read = inspection.records.filter { record in damage.map { record.offset < $0 } ?? true }
+            let snapshot = read.first { $0.type == "snapshot" }
+            report["records"] = read.count
+            report["changeRecords"] = read.filter { $0.type == "changes" }.count
             report["snapshot"] =
                 snapshot.map { ["offset": $0.offset, "payloadLength": $0.payloadLength, "sequence": $0.sequence] }
                 ?? NSNull()
             report["tornTail"] =
                 inspection.tornTail.map { ["offset": $0.offset, "length": $0.length] as [String: Any] } ?? NSNull()
+            if let damage {
+                let problem = inspection.problems.first { !$0.isWarning && $0.offset == damage }
+                report["damage"] =
+                    [
+                        "offset": damage, "message": problem?.message ?? "damaged",
+                        "unreadRecords": inspection.records.count - read.count,
+                    ] as [String: Any]
+            } else {
+                report["damage"] = NSNull()
+            }
         }
         let asides = ((try? FileManager.default.contentsOfDirectory(atPath: location.directory.path)) ?? [])
             .filter { $0.hasPrefix("\(location.url.lastPathComponent).") }.sorted()
@@ -140,11 +153,19 @@ enum InspectCommand {
         }
         line("File size", "\(report["fileSize"]!) bytes")
         if let records = report["records"] as? Int {
-            let snapshot = report["snapshot"] as? [String: Any]
-            line(
-                "Records",
-                "\(records): a snapshot of \(snapshot?["payloadLength"] ?? "?") bytes at offset "
-                    + "\(snapshot?["offset"] ?? "?"), then \(report["changeRecords"]!) saves")
+            let saves = report["changeRecords"] as? Int ?? 0
+            let start =
+                (report["snapshot"] as? [String: Any]).map {
+                    "a snapshot of \($0["payloadLength"]!) bytes at offset \($0["offset"]!)"
+                } ?? "no valid snapshot"
+            line("Records", "\(records) read: \(start), then \(saves) save\(saves == 1 ? "" : "s")")
+            if let damage = report["damage"] as? [String: Any] {
+                let unread = damage["unreadRecords"] as? Int ?? 0
+                line(
+                    "Damage",
+                    "at offset \(damage["offset"]!): \(damage["message"]!). Nothing from there on is read (\(unread) "
+                        + "valid record\(unread == 1 ? "" : "s") after it); run qd verify for every problem.")
+            }
             if let torn = report["tornTail"] as? [String: Any] {
                 line("Torn tail", "\(torn["length"]!) bytes at offset \(torn["offset"]!) (set aside at the next open)")
             } else {

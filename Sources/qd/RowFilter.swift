@@ -8,16 +8,27 @@ import Foundation
 /// Comparisons (`==`, `!=`, `<`, `<=`, `>`, `>=`, `contains`, `beginswith`) put an attribute
 /// on the left and a literal on the right: a number, a quoted string, `true`, `false`, `nil`;
 /// dates compare with ISO 8601 strings. `and`, `or`, `not` and parentheses combine them.
+///
+/// Each literal is checked against its attribute's type as the expression is parsed — an
+/// integer for an integer attribute, a quoted ISO 8601 date for a date, and so on — so a typo
+/// is a usage error saying what is wrong, never a filter that silently matches nothing.
+/// Integers and decimals compare exactly.
 indirect enum RowFilter {
     case comparison(column: Int, op: String, literal: Literal)
     case and(RowFilter, RowFilter)
     case or(RowFilter, RowFilter)
     case not(RowFilter)
 
+    /// A literal, already of its attribute's type.
     enum Literal {
-        case number(Double)
+        case integer(Int64)
+        case double(Double)
+        case decimal(Decimal)
         case string(String)
         case bool(Bool)
+        case date(Date)
+        case uuid(UUID)
+        case url(String)
         case null
     }
 
@@ -63,17 +74,77 @@ indirect enum RowFilter {
             a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
         }
         switch (value, literal) {
-        case (.integer(let a), .number(let b)): return order(Double(a), b)
-        case (.double(let a), .number(let b)): return order(a, b)
-        case (.decimal(let a), .number(let b)): return order(NSDecimalNumber(decimal: a).doubleValue, b)
+        case (.integer(let a), .integer(let b)): return order(a, b)
+        case (.double(let a), .double(let b)): return order(a, b)
+        case (.decimal(let a), .decimal(let b)): return order(a, b)
         case (.string(let a), .string(let b)): return order(a, b)
         case (.bool(let a), .bool(let b)): return a == b ? .orderedSame : (a ? .orderedDescending : .orderedAscending)
-        case (.uuid(let a), .string(let b)): return order(a.uuidString, b.uppercased())
-        case (.url(let a), .string(let b)): return order(a.absoluteString, b)
-        case (.date(let a), .string(let b)):
-            guard let date = try? Date(b, strategy: .iso8601) else { return nil }
-            return order(a, date)
+        case (.uuid(let a), .uuid(let b)): return order(a.uuidString, b.uuidString)
+        case (.url(let a), .url(let b)): return order(a.absoluteString, b)
+        case (.date(let a), .date(let b)): return order(a, b)
         default: return nil
+        }
+    }
+
+    /// The literal `token` as a value of `attribute`, or a usage error saying why it is not one.
+    static func literal(_ token: String, op: String, for attribute: AttributeDescription) throws -> Literal {
+        let quoted = token.first == "'" || token.first == "\""
+        let text = quoted ? String(token.dropFirst().dropLast()) : token
+        if !quoted, ["nil", "null"].contains(token.lowercased()) {
+            guard op == "==" || op == "!=" else {
+                throw ToolFailure(.usage, "--where: nil compares with == and != only, not \(op).")
+            }
+            return .null
+        }
+        func refuse(_ expected: String) -> ToolFailure {
+            ToolFailure(
+                .usage,
+                "--where: \(token) is not \(expected), and '\(attribute.name)' is of type \(attribute.type.rawValue).")
+        }
+        if op == "contains" || op == "beginswith" {
+            guard attribute.type == .string else {
+                throw ToolFailure(
+                    .usage,
+                    "--where: \(op) works on string attributes, and '\(attribute.name)' is of type "
+                        + "\(attribute.type.rawValue).")
+            }
+        }
+        switch attribute.type {
+        case .string:
+            guard quoted else { throw refuse("a quoted string ('text')") }
+            return .string(text)
+        case .integer16, .integer32, .integer64:
+            guard !quoted, let value = Int64(text) else { throw refuse("an integer") }
+            return .integer(value)
+        case .double, .float:
+            guard !quoted, let value = Double(text), !value.isNaN else { throw refuse("a number") }
+            return .double(value)
+        case .decimal:
+            guard !quoted, Double(text) != nil,
+                let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+            else { throw refuse("a number") }
+            return .decimal(value)
+        case .boolean:
+            switch text.lowercased() {
+            case "true" where !quoted: return .bool(true)
+            case "false" where !quoted: return .bool(false)
+            default: throw refuse("true or false")
+            }
+        case .date:
+            guard quoted, let date = StoreInspection.date(fromISO8601: text) else {
+                throw refuse("a quoted ISO 8601 date ('2026-11-24' or '2026-11-24T19:56:03Z')")
+            }
+            return .date(date)
+        case .uuid:
+            guard quoted, let uuid = UUID(uuidString: text) else { throw refuse("a quoted UUID") }
+            return .uuid(uuid)
+        case .uri:
+            guard quoted else { throw refuse("a quoted URL") }
+            return .url(text)
+        case .binaryData, .transformable:
+            throw ToolFailure(
+                .usage,
+                "--where: '\(attribute.name)' (\(attribute.type.rawValue)) compares with nil only (== nil, != nil).")
         }
     }
 
@@ -171,21 +242,9 @@ indirect enum RowFilter {
                 ["==", "!=", "<", "<=", ">", ">=", "contains", "beginswith", "="].contains(op)
             else { throw ToolFailure(.usage, "--where: expected a comparison after '\(name)'.") }
             guard let token = next() else { throw ToolFailure(.usage, "--where: a value is missing after '\(op)'.") }
-            let literal: Literal
-            if let first = token.first, first == "'" || first == "\"" {
-                literal = .string(String(token.dropFirst().dropLast()))
-            } else if let number = Double(token) {
-                literal = .number(number)
-            } else {
-                switch token.lowercased() {
-                case "true": literal = .bool(true)
-                case "false": literal = .bool(false)
-                case "nil", "null": literal = .null
-                default:
-                    throw ToolFailure(.usage, "--where: '\(token)' is not a value: quote strings ('text').")
-                }
-            }
-            return .comparison(column: column, op: op == "=" ? "==" : op, literal: literal)
+            let comparison = op == "=" ? "==" : op
+            let literal = try RowFilter.literal(token, op: comparison, for: entity.attributes[column])
+            return .comparison(column: column, op: comparison, literal: literal)
         }
     }
 }

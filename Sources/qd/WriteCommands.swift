@@ -19,8 +19,10 @@ enum WriteCommands {
         Writes the store as another store file: OUT's extension picks the type (.journal or
         .json), its name and directory the place. The new store is written under a temporary
         name, read back and compared with the original, then given its name (never over an
-        existing file); the original is left as it was, and the store identifier (and so every
-        object ID) is kept. Takes the source's lock: refused while another process has it open.
+        existing file). The original is left as it was: it is read, not opened, so not even a
+        torn journal tail is set aside (the committed records before it are converted). The
+        store identifier (and so every object ID) is kept. Takes the source's lock: refused
+        while another process has it open.
         """
 
     static let importHelp = """
@@ -32,9 +34,15 @@ enum WriteCommands {
         one stops the import with its line and field, and nothing is imported. Fields name
         attributes and relationships (object ID URIs of this store); objectID fields are ignored.
         Stores do not record uniqueness constraints: --unique names the attributes that identify
-        an object, and a record matching an existing one updates it (--on-conflict update, the
-        default) or fails the import (--on-conflict fail). Takes the store's lock: refused while
-        another process has the store open.
+        an object (their values must already be unique among the store's objects: exit status 5
+        otherwise), and a record matching an existing one updates it (--on-conflict update, the
+        default) or fails the import (--on-conflict fail). An update replaces the whole object:
+        fields the file leaves out take their defaults, in updated objects too — include every
+        field (an export of the entity has them all). In CSV an empty unquoted field is nil
+        (refused for a required attribute other than a string); in a file with one column, an
+        empty line is a record of one nil field. --format defaults to the file's extension
+        (.jsonl, .ndjson, .csv, .tsv); --delimiter sets a CSV file's delimiter, whichever picked
+        the format. Takes the store's lock: refused while another process has the store open.
         """
 
     static func compact(_ arguments: [String]) throws -> ExitStatus {
@@ -77,15 +85,13 @@ enum WriteCommands {
         guard !target.exists else {
             throw ToolFailure(.failed, "\(target.url.path) exists: remove it, or convert to another name.")
         }
-        let manager = try source.manager()
-        defer { manager.close() }
+        guard source.exists else { throw ToolFailure(.unreadable, "\(source.url.path) does not exist.") }
         do {
-            try manager.loadPersistentStore()
-            try manager.migratePersistentStore(to: target.type, directory: target.directory, name: target.name)
+            // Read, not opened: opening a journal as a store would set a torn tail aside.
+            try StoreInspection.convert(source.url, to: target.type, directory: target.directory, name: target.name)
         } catch {
             throw source.failure(error, doing: "convert")
         }
-        manager.close()
         printOutput(
             "\(source.url.path) → \(target.url.path): \(target.kind) store written, read back and verified "
                 + "(\(fileSize(target.url)) bytes).")
@@ -104,22 +110,29 @@ enum WriteCommands {
         guard let entityName = parsed.options["--entity"] else { throw ToolFailure(.usage, "import needs --entity.") }
         let location = try StoreLocation(parsed.positional[0])
         let file = URL(fileURLWithPath: parsed.positional[1])
-        var format: ImportFormat?
+        var resolved: ImportFormat?
         switch parsed.options["--format"] {
-        case nil: format = ImportFormat(fileExtension: file.pathExtension)
-        case "jsonl": format = .jsonLines
-        case "csv":
-            let delimiter = parsed.options["--delimiter"] ?? ","
+        case nil: resolved = ImportFormat(fileExtension: file.pathExtension)
+        case "jsonl": resolved = .jsonLines
+        case "csv": resolved = .csv
+        default: throw ToolFailure(.usage, "--format must be jsonl or csv.")
+        }
+        guard var format = resolved else {
+            throw ToolFailure(.usage, "the format of \(file.lastPathComponent) is unknown: pass --format jsonl or csv.")
+        }
+        // Whether the format came from --format or from the file's extension, a CSV file takes it.
+        if let delimiter = parsed.options["--delimiter"] {
+            guard format != .jsonLines else {
+                throw ToolFailure(
+                    .usage,
+                    "--delimiter applies to CSV files only, and \(file.lastPathComponent) is read as JSON Lines.")
+            }
             guard delimiter.count == 1, let character = delimiter.first, character.isASCII,
                 !"\"\r\n".contains(character)
             else {
                 throw ToolFailure(.usage, "--delimiter must be one ASCII character other than a quote or a line break.")
             }
             format = .csv(delimiter: character)
-        default: throw ToolFailure(.usage, "--format must be jsonl or csv.")
-        }
-        guard let format else {
-            throw ToolFailure(.usage, "the format of \(file.lastPathComponent) is unknown: pass --format jsonl or csv.")
         }
         let policy: MergePolicy
         switch parsed.options["--on-conflict"] ?? "update" {
@@ -133,8 +146,18 @@ enum WriteCommands {
             batchSize = value
         }
         var constraints: [String: [[String]]] = [:]
+        var uniqueNames: [String] = []
         if let unique = parsed.options["--unique"] {
-            constraints[entityName] = [unique.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }]
+            uniqueNames = unique.split(separator: ",", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard !uniqueNames.contains(where: \.isEmpty) else {
+                throw ToolFailure(
+                    .usage,
+                    "--unique needs attribute names separated by commas (such as --unique code or "
+                        + "--unique name,country), not \(String(reflecting: unique)).")
+            }
+            constraints[entityName] = [uniqueNames]
         }
         guard FileManager.default.fileExists(atPath: file.path) else {
             throw ToolFailure(.unreadable, "\(file.path) does not exist.")
@@ -150,6 +173,14 @@ enum WriteCommands {
         do {
             try manager.loadPersistentStore()
             context = try manager.createContext()
+        } catch let error as StoreError where error.code == .incompatibleModel && !uniqueNames.isEmpty {
+            // The only model difference qd makes: the existing objects contradict --unique.
+            let shared = error.message.components(separatedBy: ", which the model declares unique").first ?? ""
+            throw ToolFailure(
+                .failed,
+                "--unique \(uniqueNames.joined(separator: ",")) does not identify one object of \(entityName) in "
+                    + "\(location.url.path): existing objects already share these values (\(shared)). Nothing was "
+                    + "imported: name attributes whose values are unique in the store, or remove the duplicates first.")
         } catch {
             throw location.failure(error, doing: "import into")
         }

@@ -2,15 +2,19 @@ import Foundation
 
 extension ManagedObjectContext {
     /// Writes the objects matching `request` to `url` through `formatter`, off the context's
-    /// queue, then calls `completion` **on the context's queue** with what was written (or the
-    /// error): FRCoreDataOperation's export operation.
+    /// queue, then calls `completionHandler` **on the context's queue** with what was written
+    /// (or the error): FRCoreDataOperation's export operation.
     ///
     /// ```swift
     /// let request = FetchRequest<Destination>(predicate: #Predicate { $0.rating > 3 }, sortBy: [SortDescriptor(\.name)])
-    /// context.export(request, to: url, formatter: CSVExportFormatter()) { result in
+    /// context.export(request, to: url, formatter: CSVExportFormatter(), completionHandler: { result in
     ///     // On the context's queue: refresh the UI.
-    /// }
+    /// })
     /// ```
+    ///
+    /// Write the `completionHandler:` label: in `async` code a trailing closure would be taken
+    /// as the `progress` of the `async` form,
+    /// ``export(_:to:formatter:includesObjectID:progress:)``, which then needs `await`.
     ///
     /// The export sees the committed objects, like an asynchronous fetch (unsaved changes of
     /// this context are not written: save first), matched by the request's predicate, in its
@@ -30,7 +34,7 @@ extension ManagedObjectContext {
     ///   - includesObjectID: Whether each record starts with the object's ID.
     ///   - progress: Called on the context's queue as records are written (at most about a
     ///     hundred times, and once at the end).
-    ///   - completion: Called on the context's queue, once, unless the manager is closed
+    ///   - completionHandler: Called on the context's queue, once, unless the manager is closed
     ///     first: with the ``ExportResult``, or the error (``StoreError`` for I/O, what the
     ///     formatter or the predicate threw, `CancellationError` after ``ExportTask/cancel()``).
     /// - Returns: A handle to cancel the export.
@@ -42,7 +46,7 @@ extension ManagedObjectContext {
         formatter: any ExportFormatter,
         includesObjectID: Bool = true,
         progress: (@Sendable (ExportProgress) -> Void)? = nil,
-        completion: @escaping @Sendable (Swift.Result<ExportResult, any Error>) -> Void
+        completionHandler: @escaping @Sendable (Swift.Result<ExportResult, any Error>) -> Void
     ) -> ExportTask {
         checkUsable()
         let task = ExportTask()
@@ -52,14 +56,14 @@ extension ManagedObjectContext {
         ) { result in
             self.queue.async {
                 guard self.confinement.isValid else { return }
-                self.confinement.withContextBlock { completion(result) }
+                self.confinement.withContextBlock { completionHandler(result) }
             }
         }
         return task
     }
 
     /// Writes the objects matching `request` to `url` through `formatter`, off the context's
-    /// queue: the `async` form of ``export(_:to:formatter:includesObjectID:progress:completion:)``.
+    /// queue: the `async` form of ``export(_:to:formatter:includesObjectID:progress:completionHandler:)``.
     ///
     /// ```swift
     /// let result = try await context.export(FetchRequest<Destination>(), to: url, formatter: JSONLinesExportFormatter())

@@ -12,10 +12,11 @@ extension ManagedObjectContext {
     ///
     /// Each record's fields name attributes and relationships of the entity (an `objectID`
     /// field is ignored: objects are matched by uniqueness constraints, not by ID); a field
-    /// left out keeps the attribute's default. Values are read in the forms exports write
-    /// (dates in ISO 8601, binary data in Base64, in CSV an empty unquoted field is `nil`);
-    /// relationships hold object ID URIs of objects of this store (a to-many: a JSON array, or
-    /// URIs separated by spaces in CSV).
+    /// left out takes the attribute's default. Values are read in the forms exports write
+    /// (dates in ISO 8601, binary data in Base64, in CSV an empty unquoted field is `nil`,
+    /// refused for a required attribute as JSON's `null` is — except a string's, which is the
+    /// empty string); relationships hold object ID URIs of objects of this store (a to-many: a
+    /// JSON array, or URIs separated by spaces in CSV).
     ///
     /// The whole file is read and checked first: a record that cannot be read or does not fit
     /// throws ``ImportError`` naming its line and field, and nothing is imported. Then the
@@ -26,6 +27,11 @@ extension ManagedObjectContext {
     /// ``MergePolicy/error``, such a record fails the batch's save with
     /// ``MergeConflictError``. Every context of the manager merges each batch's save. Memory
     /// stays flat however large the file is.
+    ///
+    /// - Important: An upsert replaces the whole object, not only the fields the file has:
+    ///   every attribute and relationship the record leaves out is reset to its default (the
+    ///   inserted object's values trump the stored ones). To update some fields and keep the
+    ///   others, include every field in the file, or fetch the objects and set the fields.
     ///
     /// - Parameters:
     ///   - url: The file.

@@ -139,7 +139,7 @@ final class StoreCoordinator: @unchecked Sendable {
         _ = try loadTables(contents, model: storedModel)
     }
 
-    private static func loadTables(_ contents: StoreContents, model: ManagedObjectModel) throws -> [EntityTable] {
+    static func loadTables(_ contents: StoreContents, model: ManagedObjectModel) throws -> [EntityTable] {
         guard contents.metadata.versionHash == model.versionHash else {
             throw StoreError(
                 .incompatibleModel,
@@ -720,7 +720,7 @@ final class StoreCoordinator: @unchecked Sendable {
         Self.state(of: tables, metadata: baseMetadata, model: model)
     }
 
-    private static func state(
+    static func state(
         of tables: [EntityTable],
         metadata: StoreMetadata,
         model: ManagedObjectModel

@@ -3,7 +3,8 @@
 ///
 /// A field that holds the delimiter, a quote, a carriage return or a line feed is quoted, its
 /// quotes doubled; an empty string is written as `""` and `nil` as nothing, so the two stay
-/// apart. Values take their text form (``ExportOutput/appendText(_:of:)``): dates in ISO 8601
+/// apart — with a single field, a `nil` row is an empty line, which QueueData's importer reads
+/// back as a record of one `nil` field (other CSV readers may skip it). Values take their text form (``ExportOutput/appendText(_:of:)``): dates in ISO 8601
 /// UTC, binary data in Base64, relationships as object ID URIs (a to-many's separated by
 /// spaces).
 public struct CSVExportFormatter: ExportFormatter {

@@ -29,6 +29,13 @@ public struct ExportField: Sendable, Hashable {
         self.kind = kind
     }
 
+    /// Whether the field is a `Float` attribute, whose values are written in `Float`'s
+    /// shortest form.
+    var isFloat: Bool {
+        if case .attribute(.float, _) = kind { return true }
+        return false
+    }
+
     /// The name of the object ID field.
     public static let objectIDName = "objectID"
 

@@ -67,7 +67,8 @@ public struct ExportOutput: Sendable {
 
     /// Appends `value`, a value of `field`, as text: the form of CSV fields.
     ///
-    /// Booleans `true`/`false`; numbers in the shortest form that reads back the same, `NaN`,
+    /// Booleans `true`/`false`; numbers in the shortest form that reads back the same (a
+    /// `Float` attribute's as a `Float`: `0.1`), `NaN`,
     /// `Infinity` and `-Infinity` for the non-finite ones; dates ISO 8601
     /// (``appendISO8601(_:)``); binary data in Base64; a transformable attribute's JSON
     /// encoding as it is; UUIDs, URLs and decimals in their usual form; object IDs as their
@@ -100,7 +101,7 @@ public struct ExportOutput: Sendable {
         case .null: return false
         case .bool(let value): append(value ? "true" : "false")
         case .integer(let value): append(String(value))
-        case .double(let value): appendNumber(value, json: false)
+        case .double(let value): appendNumber(value, isFloat: field.isFloat, json: false)
         case .string(let value): append(value)
         case .date(let value): appendISO8601(value)
         case .data(let data):
@@ -152,7 +153,7 @@ public struct ExportOutput: Sendable {
         case .null: append("null")
         case .bool(let value): append(value ? "true" : "false")
         case .integer(let value): append(String(value))
-        case .double(let value): appendNumber(value, json: true)
+        case .double(let value): appendNumber(value, isFloat: field.isFloat, json: true)
         case .string(let value): appendJSONString(value)
         case .date(let value):
             bytes.append(UInt8(ascii: "\""))
@@ -186,12 +187,16 @@ public struct ExportOutput: Sendable {
         }
     }
 
-    private mutating func appendNumber(_ value: Double, json: Bool) {
+    /// Appends a number in its shortest form that reads back as the same value: a `Float`
+    /// attribute's (held as a `Double`) as a `Float` — `0.1`, not `0.10000000149011612`.
+    private mutating func appendNumber(_ value: Double, isFloat: Bool, json: Bool) {
         if value.isNaN {
             append(json ? "\"NaN\"" : "NaN")
         } else if value.isInfinite {
             let text = value < 0 ? "-Infinity" : "Infinity"
             append(json ? "\"\(text)\"" : text)
+        } else if isFloat, let float = Float(exactly: value) {
+            append(float.description)
         } else {
             append(value.description)
         }

@@ -47,7 +47,8 @@ public final class ExportWriter {
         self.fileSystem = fileSystem
         self.directory = self.destination.deletingLastPathComponent().path
         do {
-            temporary = try fileSystem.createTemporaryFile(beside: self.destination.path)
+            // The export is the user's file, not the store's: the usual 0666 & ~umask.
+            temporary = try fileSystem.createTemporaryFile(beside: self.destination.path, mode: 0o666)
         } catch {
             throw Self.ioError(error, "create a temporary file beside \(self.destination.path)", self.destination)
         }

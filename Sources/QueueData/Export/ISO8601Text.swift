@@ -3,13 +3,21 @@ import Foundation
 /// Dates as ISO 8601 text in UTC with milliseconds (`2026-11-24T19:56:03.250Z`), written and
 /// read without Foundation's formatters (a few nanoseconds instead of microseconds per date, for
 /// exports of millions of rows).
+///
+/// Years outside 0000–9999 take ISO 8601's expanded form, a sign and at least five digits
+/// (`+10000-01-01T00:00:00.000Z`, `-00001-12-31T23:59:59.999Z` for 2 BC: astronomical years,
+/// year 0 is 1 BC), so that every date an export writes reads back.
 enum ISO8601Text {
-    /// Appends `date` as `YYYY-MM-DDTHH:MM:SS.sssZ`. Dates outside the years 0001–9999, and
-    /// non-finite ones, which that form cannot hold, are written by Foundation's formatter.
+    /// The largest number of seconds from 1970 whose milliseconds fit an `Int64`, with margin.
+    private static let secondsLimit = 9_000_000_000_000_000.0 / 1000
+
+    /// Appends `date` as `YYYY-MM-DDTHH:MM:SS.sssZ`, or `±YYYYY-MM-DDTHH:MM:SS.sssZ` outside the
+    /// years 0000–9999. Dates further than about 285 million years from 1970, and non-finite
+    /// ones, which no such form holds, are written by Foundation's formatter (and do not read
+    /// back).
     static func append(_ date: Date, to bytes: inout [UInt8]) {
         let seconds = date.timeIntervalSince1970
-        // 253402300800 is 10000-01-01T00:00:00Z; -62135596800 is 0001-01-01T00:00:00Z.
-        guard seconds.isFinite, seconds >= -62_135_596_800, seconds < 253_402_300_800 else {
+        guard seconds.isFinite, abs(seconds) < secondsLimit else {
             bytes.append(contentsOf: date.formatted(.iso8601).utf8)
             return
         }
@@ -21,11 +29,19 @@ enum ISO8601Text {
             days -= 1
         }
         let (year, month, day) = civil(fromDays: days)
-        if year > 9999 {
-            bytes.append(contentsOf: date.formatted(.iso8601).utf8)
-            return
+        if (0...9999).contains(year) {
+            appendDigits(year, 4, &bytes)
+        } else {
+            bytes.append(UInt8(ascii: year < 0 ? "-" : "+"))
+            let magnitude = year.magnitude
+            var count = 5
+            var limit: UInt64 = 100_000
+            while magnitude >= limit {
+                count += 1
+                limit *= 10
+            }
+            appendDigits(Int64(magnitude), count, &bytes)
         }
-        appendDigits(year, 4, &bytes)
         bytes.append(UInt8(ascii: "-"))
         appendDigits(month, 2, &bytes)
         bytes.append(UInt8(ascii: "-"))
@@ -48,8 +64,9 @@ enum ISO8601Text {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (also with a space for `T`, and a
-    /// date alone, at midnight UTC); `nil` for anything else.
+    /// Reads `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (also with a space for `T`, a date
+    /// alone, at midnight UTC, and an expanded year, `±YYYYY`); `nil` for anything else,
+    /// including a day the month does not have (`2023-02-29`).
     static func date(from text: Substring) -> Date? {
         let bytes = Array(text.utf8)
         var index = 0
@@ -68,9 +85,23 @@ enum ISO8601Text {
             index += 1
             return true
         }
-        guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
-            (1...12).contains(month), (1...31).contains(day)
+        var sign = 1
+        var yearDigits = 4
+        if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            index += 1
+            yearDigits = 0
+            while index + yearDigits < bytes.count, bytes[index + yearDigits] >= 0x30, bytes[index + yearDigits] <= 0x39
+            {
+                yearDigits += 1
+            }
+            guard (5...9).contains(yearDigits) else { return nil }
+        }
+        guard let digits = number(yearDigits), expect("-"), let month = number(2), expect("-"),
+            let day = number(2), (1...12).contains(month)
         else { return nil }
+        let year = sign * digits
+        guard (1...daysIn(month, of: year)).contains(day) else { return nil }
         var seconds = Double(days(fromCivil: year, month, day)) * 86_400
         if index == bytes.count {
             return Date(timeIntervalSince1970: seconds)
@@ -110,6 +141,17 @@ enum ISO8601Text {
         // Milliseconds are what an export writes: round to them, as the writer does, so that a
         // date read back equals the date written.
         return Date(timeIntervalSince1970: (seconds * 1000).rounded() / 1000)
+    }
+
+    /// The number of days of `month` (1–12) in the proleptic Gregorian `year`.
+    private static func daysIn(_ month: Int, of year: Int) -> Int {
+        switch month {
+        case 2:
+            let isLeap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+            return isLeap ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 
     private static func appendDigits(_ value: Int64, _ count: Int, _ bytes: inout [UInt8]) {

@@ -10,7 +10,9 @@ import Foundation
 
 /// Reads the records of a file to import, a chunk at a time (memory stays flat however large the
 /// file): JSON Lines lines (parsed by the importer, which knows the attributes' types), or CSV rows as fields that remember whether they were quoted (an
-/// empty quoted field is an empty string, an empty unquoted one `nil`).
+/// empty quoted field is an empty string, an empty unquoted one `nil`). Blank lines are
+/// skipped, except in a CSV file whose header has a single column, where an empty line is a
+/// record of one `nil` field.
 ///
 /// Any bytes give records or an ``ImportError`` naming the line, never a trap.
 struct ImportRecordReader {
@@ -36,6 +38,8 @@ struct ImportRecordReader {
     private var atEnd = false
     /// The line the next record starts on.
     private var line = 1
+    /// For CSV: the number of fields of the first row, the header, once read.
+    private var headerColumnCount: Int?
     private static let chunkSize = 1 << 20
 
     /// Opens `url`.
@@ -148,8 +152,13 @@ struct ImportRecordReader {
                 let lineNumber = line
                 position = consumed
                 line += lines
-                if fields.count == 1 && fields[0].text.isEmpty && !fields[0].quoted {
+                if fields.count == 1 && fields[0].text.isEmpty && !fields[0].quoted && headerColumnCount != 1 {
                     continue  // A blank line.
+                }
+                // With a single column, an empty line is a record whose one field is nil: how an
+                // export writes it, so it must read back.
+                if headerColumnCount == nil {
+                    headerColumnCount = fields.count
                 }
                 return .fields(line: lineNumber, fields)
             case .needsMore:

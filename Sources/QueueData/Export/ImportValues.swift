@@ -5,17 +5,18 @@ import Foundation
 /// ``ExportOutput/appendJSON(_:of:)``).
 enum ImportValues {
     /// The value of `attribute` a CSV field holds, or the reason it holds none. An empty unquoted
-    /// field is `nil` (the attribute's default when it is not optional).
+    /// field is `nil`: refused for a required attribute, as JSON's `null` is, except a string's,
+    /// which is the empty string (as CSV writers other than QueueData's write it).
     static func value(
         fromText text: String,
         quoted: Bool,
         attribute: AttributeDescription
     ) -> Result<StoredValue, Refusal> {
-        if text.isEmpty && !quoted && attribute.type != .string {
-            return .success(attribute.isOptional ? .null : attribute.defaultValue)
-        }
         if text.isEmpty && !quoted && attribute.isOptional {
             return .success(.null)
+        }
+        if text.isEmpty && !quoted && attribute.type != .string {
+            return .failure(Refusal("is empty (nil), but the attribute is not optional"))
         }
         let value: StoredValue?
         switch attribute.type {
@@ -27,8 +28,11 @@ enum ImportValues {
             }
         case .integer16, .integer32, .integer64:
             value = Int64(text).map { .integer($0) }
-        case .double, .float:
+        case .double:
             value = double(text).map { .double($0) }
+        case .float:
+            // As a Float attribute's value is held: `0.1` is Float(0.1), not the Double 0.1.
+            value = double(text).map { .double(Double(Float($0))) }
         case .string:
             value = .string(text)
         case .date:
@@ -66,8 +70,10 @@ enum ImportValues {
             value = (try? scanner.bool()).map { .bool($0) }
         case .integer16, .integer32, .integer64:
             value = isString ? nil : (try? scanner.integer()).map { .integer($0) }
-        case .double, .float:
+        case .double:
             value = (try? scanner.double()).map { .double($0) }
+        case .float:
+            value = (try? scanner.double()).map { .double(Double(Float($0))) }
         case .string:
             value = isString ? (try? scanner.string()).map { .string($0) } : nil
         case .date:

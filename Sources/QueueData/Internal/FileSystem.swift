@@ -301,13 +301,17 @@ extension FileSystem {
     }
 
     /// Creates a new, empty temporary file beside `path` (`<path>.tmp-<random>`, created
-    /// exclusively, mode 0600) for a caller that writes it in pieces, synchronizes it and moves
-    /// it into place (``moveIntoPlace(_:over:directory:)``) — or removes it.
+    /// exclusively, with `mode` less the process's umask) for a caller that writes it in
+    /// pieces, synchronizes it and moves it into place (``moveIntoPlace(_:over:directory:)``) —
+    /// or removes it.
     ///
+    /// - Parameter mode: 0600 (the default) for a store's own files, private to their owner;
+    ///   0666 for a file that is the user's, such as an export, which then gets the permissions
+    ///   any file a tool writes gets (`0666 & ~umask`).
     /// - Returns: The temporary file's path and its open descriptor (write-only).
-    func createTemporaryFile(beside path: String) throws -> (path: String, descriptor: Int32) {
+    func createTemporaryFile(beside path: String, mode: mode_t = 0o600) throws -> (path: String, descriptor: Int32) {
         let temporary = "\(path)\(temporarySuffix)\(UInt64.random(in: 0...UInt64.max).hexadecimalString)"
-        return (temporary, try open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600))
+        return (temporary, try open(temporary, flags: O_WRONLY | O_CREAT | O_EXCL, mode: mode))
     }
 
     /// Writes `bytes` to a new temporary file beside `path` (`<path>.tmp-<random>`, created

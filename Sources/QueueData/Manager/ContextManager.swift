@@ -180,10 +180,11 @@ public final class ContextManager: @unchecked Sendable {
     ///   - directory: Its directory; `nil` keeps the current one.
     ///   - name: Its name; `nil` keeps the current one.
     /// - Returns: The new store's file (`nil` for a store without one).
-    /// - Throws: ``StoreError``: as ``loadPersistentStore()`` when the store cannot be loaded
-    ///   (nothing is changed then); `.invalidConfiguration` when a store exists at the
-    ///   destination; `.io`; `.corrupted` when the new store does not read back as the rows.
-    ///   The manager is closed after a failed write, and loads the original store again.
+    /// - Throws: ``StoreError``: as ``loadPersistentStore()`` when the store cannot be loaded,
+    ///   `.invalidConfiguration` when a store exists at the destination or its name is
+    ///   invalid — nothing is changed then, and every context goes on working; `.io`;
+    ///   `.corrupted` when the new store does not read back as the rows. The manager is
+    ///   closed after a failed write, and loads the original store again.
     @discardableResult
     public func migratePersistentStore(to type: StoreType, directory: URL? = nil, name: String? = nil) throws -> URL? {
         try registryQueue.sync {
@@ -194,6 +195,9 @@ public final class ContextManager: @unchecked Sendable {
             destination.directory = directory ?? current.directory
             destination.name = name ?? current.name
             destination.seedStoreURL = nil
+            // Everything checkable is checked before closing: a refused call leaves every
+            // context working.
+            try StoreConversion.checkDestination(type, configuration: destination)
             let state = try coordinator.queue.sync { try coordinator.durableState() }
             closeLocked()
             let url = try StoreConversion.write(state, model: coordinator.model, as: type, configuration: destination)

@@ -22,13 +22,7 @@ enum StoreConversion {
         configuration: StoreConfiguration,
         fileSystem: any FileSystem = POSIXFileSystem()
     ) throws -> URL? {
-        let destination = try type.makeStore(configuration)
-        if let url = destination.storeURL, fileSystem.fileExists(url.path) {
-            throw StoreError(
-                .invalidConfiguration,
-                "A store already exists at \(url.path): move it aside, or convert to another name or directory.",
-                url: url)
-        }
+        let destination = try checkDestination(type, configuration: configuration, fileSystem: fileSystem)
         guard let finalURL = destination.storeURL else {
             // No single file to rename into place: written where it is.
             try fill(destination, with: state, model: model)
@@ -72,6 +66,26 @@ enum StoreConversion {
                 underlyingError: error)
         }
         return finalURL
+    }
+
+    /// The store of `type` at `configuration`'s place, checked before anything is written or
+    /// closed: its name is valid and no store exists there.
+    ///
+    /// - Throws: ``StoreError/Code/invalidConfiguration`` otherwise.
+    @discardableResult
+    static func checkDestination(
+        _ type: StoreType,
+        configuration: StoreConfiguration,
+        fileSystem: any FileSystem = POSIXFileSystem()
+    ) throws -> any PersistentStore {
+        let destination = try type.makeStore(configuration)
+        if let url = destination.storeURL, fileSystem.fileExists(url.path) {
+            throw StoreError(
+                .invalidConfiguration,
+                "A store already exists at \(url.path): move it aside, or convert to another name or directory.",
+                url: url)
+        }
+        return destination
     }
 
     /// Opens `store` (creating it) and replaces its contents with `state`, then closes it.

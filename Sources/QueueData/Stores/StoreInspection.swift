@@ -55,6 +55,10 @@ public struct StoreInspection: Sendable {
     public let tornTail: (offset: Int64, length: Int64)?
     /// Every problem found; empty for a sound store.
     public let problems: [Problem]
+    /// For a journal: where the first damaged (or out-of-sequence) record starts. ``contents``
+    /// holds the records before it; the valid records after it are listed in ``records`` but
+    /// not read (opening the store fails there). `nil` when there is no such damage.
+    public var damageOffset: Int64? = nil
 
     /// Whether the store has no problem that is not a warning.
     public var isSound: Bool { !problems.contains { !$0.isWarning } }
@@ -204,7 +208,7 @@ public struct StoreInspection: Sendable {
         }
         return StoreInspection(
             url: url, format: .journal, formatVersion: version, fileSize: Int64(bytes.count), contents: contents,
-            records: records, tornTail: torn, problems: problems)
+            records: records, tornTail: torn, problems: problems, damageOffset: firstDamage.map(Int64.init))
     }
 
     /// Why the bytes at `offset` are not a record of this journal.

@@ -16,7 +16,8 @@ enum ExportChecker {
             switch type {
             case .boolean: return "bool"
             case .integer16, .integer32, .integer64: return "int"
-            case .double, .float: return "float"
+            case .double: return "float"
+            case .float: return "float32"
             case .decimal: return "decimal"
             case .transformable: return "json"
             default: return "text"
@@ -61,7 +62,10 @@ enum ExportChecker {
     }
 
     static let script = #"""
-        import csv, decimal, json, sys, math
+        import csv, decimal, json, struct, sys, math
+
+        def as_float32(value):
+            return struct.unpack("<f", struct.pack("<f", float(value)))[0]
 
         fmt, export_path, expected_path = sys.argv[1:4]
         with open(expected_path, encoding="utf-8") as f:
@@ -78,6 +82,11 @@ enum ExportChecker {
                 if isinstance(want, str):
                     return got == want
                 return isinstance(got, (int, decimal.Decimal)) and not isinstance(got, bool) and float(got) == float(want)
+            if kind == "float32":
+                # Written in Float's shortest form: the float32 nearest the text is the value.
+                if isinstance(want, str):
+                    return got == want
+                return isinstance(got, (int, decimal.Decimal)) and not isinstance(got, bool) and as_float32(got) == float(want)
             if kind == "decimal":
                 return isinstance(got, (int, decimal.Decimal)) and decimal.Decimal(got) == decimal.Decimal(want)
             if kind == "int":
@@ -95,6 +104,10 @@ enum ExportChecker {
                 if isinstance(want, str):
                     return text == want
                 return float(text) == float(want)
+            if kind == "float32":
+                if isinstance(want, str):
+                    return text == want
+                return as_float32(text) == float(want)
             if kind == "decimal":
                 return decimal.Decimal(text) == decimal.Decimal(want)
             if kind == "json":

@@ -119,6 +119,38 @@ struct ExportTests {
         #expect(lines[2].split(separator: ";", omittingEmptySubsequences: false)[column] == "")
     }
 
+    /// A Float attribute is written in Float's shortest form (`0.1`, not the Double
+    /// `0.10000000149011612` it is held as), and reads back as the same Float.
+    @Test(arguments: ["csv", "jsonl"])
+    func floatsAreWrittenAsFloats(format: String) async throws {
+        let directory = TemporaryDirectory("export-float")
+        let manager = journalManager(directory)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let floats: [Float] = [0.1, .greatestFiniteMagnitude, .leastNonzeroMagnitude, -2.5, 16_777_215, 1.1e-5]
+        try context.performAndWait {
+            for float in floats {
+                context.insert(AllTypes.self).float = float
+            }
+            try context.save()
+        }
+        let url = directory.file("floats.\(format)")
+        _ = try await context.export(
+            FetchRequest<AllTypes>(), to: url,
+            formatter: format == "csv" ? CSVExportFormatter() as any ExportFormatter : JSONLinesExportFormatter())
+        let text = String(decoding: try directory.bytes(of: url.lastPathComponent), as: UTF8.self)
+        for float in floats {
+            #expect(text.contains(float.description), "\(float.description) in \(text)")
+        }
+        #expect(!text.contains("0.10000000149011612"))
+        let target = journalManager(directory, name: "Target")
+        defer { target.close() }
+        let importer = try target.createContext()
+        _ = try await importer.importRecords(from: url, entityName: "AllTypes")
+        let imported = try importer.performAndWait { try importer.fetch(FetchRequest<AllTypes>()).map(\.float) }
+        #expect(imported.map(\.bitPattern) == floats.map(\.bitPattern))
+    }
+
     /// Relationships export as every related object's ID: to-one, to-many (all of them, in
     /// key order) and ordered to-many (in order).
     @Test(arguments: ["csv", "json", "jsonl"])
@@ -235,7 +267,7 @@ struct ExportTests {
                 dispatchPrecondition(condition: .onQueue(queue))
                 reports.record(progress)
             },
-            completion: { result in
+            completionHandler: { result in
                 onQueue = DispatchQueue.getSpecific(key: contextQueueKey) == "context"
                 outcome = result
                 done.signal()
@@ -250,6 +282,28 @@ struct ExportTests {
         #expect(values.last == ExportProgress(completedCount: 3000, totalCount: 3000))
         #expect(values.map(\.completedCount) == values.map(\.completedCount).sorted())
         #expect(values.count >= 3)
+    }
+
+    /// The completion-handler form, called from `async` code with its `completionHandler:`
+    /// label as the documentation writes it, is that form (not the `async` one, which would need
+    /// `await`): this compiles, and the handler gets the result.
+    @Test func completionHandlerFormIsCallableFromAsyncCode() async throws {
+        let directory = TemporaryDirectory("export-completion-async")
+        let manager = journalManager(directory)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try seedDestinations(context, ["a", "b"])
+        let (results, continuation) = AsyncStream.makeStream(of: Result<ExportResult, any Error>.self)
+        let task: ExportTask = context.export(
+            FetchRequest<Destination>(), to: directory.file("d.csv"), formatter: CSVExportFormatter(),
+            completionHandler: { result in
+                continuation.yield(result)
+                continuation.finish()
+            })
+        #expect(!task.isCancelled)
+        var iterator = results.makeAsyncIterator()
+        let result = try #require(await iterator.next())
+        #expect(try result.get().recordCount == 2)
     }
 
     /// A cancelled export stops, throws `CancellationError`, and leaves nothing: no file under
@@ -360,6 +414,26 @@ struct ExportTests {
                 #expect(try directory.bytes(of: "out.json") == complete)
             }
         }
+    }
+
+    /// An export is created 0666 less the umask, as any file a tool writes (not 0600 like the
+    /// store's own files).
+    @Test func exportsGetTheUsualPermissions() async throws {
+        let directory = TemporaryDirectory("export-mode")
+        let manager = journalManager(directory)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try seedDestinations(context, ["a"])
+        let url = directory.file("d.jsonl")
+        _ = try await context.export(FetchRequest<Destination>(), to: url, formatter: JSONLinesExportFormatter())
+        let mask = umask(0o022)
+        umask(mask)
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int)
+        #expect(mode == 0o666 & ~Int(mask), "\(String(mode, radix: 8))")
+        let store = try #require(
+            try FileManager.default.attributesOfItem(atPath: directory.file("Store.journal").path)[.posixPermissions]
+                as? Int)
+        #expect(store == 0o600, "\(String(store, radix: 8))")
     }
 }
 

@@ -12,6 +12,14 @@ final class Airport: ManagedObject {
 
 let airportModel = ManagedObjectModel([Airport.self])
 
+final class Runway: ManagedObject {
+    @Attribute var length: Int = 3000
+    @Attribute var surface: String = "asphalt"
+    @Attribute var note: String? = nil
+}
+
+let runwayModel = ManagedObjectModel([Runway.self])
+
 /// A comparable summary of an `AllTypes` object's values (NaN as its text, so that it equals
 /// itself).
 private func summary(_ object: AllTypes) -> String {
@@ -131,6 +139,65 @@ struct ImportTests {
         }
         let count = try context.performAndWait { try context.count(for: FetchRequest<Airport>()) }
         #expect(count == 4)
+    }
+
+    /// An upsert replaces the whole object: a field the record leaves out takes its default on
+    /// the updated object, as the documentation says (it is not kept).
+    @Test func upsertResetsTheFieldsTheFileLeavesOut() async throws {
+        let directory = TemporaryDirectory("import-upsert-defaults")
+        let manager = journalManager(directory, model: airportModel)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try context.performAndWait {
+            let airport = context.insert(Airport.self)
+            airport.code = "LIS"
+            airport.name = "Lisboa"
+            airport.elevation = 114
+            airport.opened = Date(timeIntervalSince1970: 0)
+            try context.save()
+        }
+        let file = directory.file("airports.jsonl")
+        try Data(#"{"code": "LIS", "elevation": 120}"#.utf8).write(to: file)
+        let result = try await context.importRecords(from: file, entityName: "Airport")
+        #expect(result == ImportResult(recordCount: 1, insertedCount: 0, updatedCount: 1))
+        let stored = try context.performAndWait {
+            try context.fetch(FetchRequest<Airport>()).map {
+                "\($0.code) \($0.name.debugDescription) \($0.elevation ?? -1) \($0.opened == nil)"
+            }
+        }
+        #expect(stored == [#"LIS "" 120 true"#])
+    }
+
+    /// In CSV, an empty unquoted field is nil: refused for a required attribute that is not a
+    /// string, as JSON's null is (not silently the default), naming the line and field; a
+    /// required string reads it as the empty string.
+    @Test(arguments: [
+        ("csv", "length,surface,note\r\n2500,grass,a\r\n,concrete,b\r\n", 3, "length"),
+        ("jsonl", "{\"length\": 2500}\n{\"length\": null}\n", 2, "length"),
+    ])
+    func nilForARequiredAttributeIsRefused(format: String, text: String, line: Int, field: String) async throws {
+        let directory = TemporaryDirectory("import-required")
+        let manager = makeManager(model: runwayModel)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let file = directory.file("runways.\(format)")
+        try Data(text.utf8).write(to: file)
+        let error = await #expect(throws: ImportError.self) {
+            try await context.importRecords(from: file, entityName: "Runway")
+        }
+        #expect(error?.code == .invalidValue)
+        #expect(error?.line == line)
+        #expect(error?.field == field)
+        #expect(error.map { "\($0)" }?.contains("not optional") == true, "\(String(describing: error))")
+
+        try Data("length,surface,note\r\n2500,,\r\n".utf8).write(to: file)
+        _ = try await context.importRecords(from: file, format: .csv, entityName: "Runway")
+        let stored = try context.performAndWait {
+            try context.fetch(FetchRequest<Runway>()).map {
+                "\($0.length) \($0.surface.debugDescription) \($0.note == nil)"
+            }
+        }
+        #expect(stored == [#"2500 "" true"#])
     }
 
     /// CSV written by Python's `csv` module (an independent writer) imports with its quoting,
@@ -295,4 +362,44 @@ struct ImportTests {
             }
         }
     }
+
+    /// A CSV export with a single column writes a nil as an empty line; the import reads it back
+    /// as a record of one nil field instead of skipping it, so every record comes back.
+    @Test func singleColumnCSVKeepsNilRecords() async throws {
+        let directory = TemporaryDirectory("import-single-column")
+        let manager = journalManager(directory, model: remarkModel)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let texts: [String?] = [nil, "", "x", nil, "a,b", nil]
+        try context.performAndWait {
+            for text in texts {
+                context.insert(Remark.self).text = text
+            }
+            try context.save()
+        }
+        let file = directory.file("remarks.csv")
+        _ = try await context.export(
+            FetchRequest<Remark>(), to: file, formatter: CSVExportFormatter(), includesObjectID: false)
+        #expect(try directory.bytes(of: "remarks.csv") == Array("text\r\n\r\n\"\"\r\nx\r\n\r\n\"a,b\"\r\n\r\n".utf8))
+
+        let target = journalManager(directory, name: "Target", model: remarkModel)
+        defer { target.close() }
+        let importer = try target.createContext()
+        let result = try await importer.importRecords(from: file, entityName: "Remark")
+        #expect(result.insertedCount == texts.count)
+        let imported = try importer.performAndWait { try importer.fetch(FetchRequest<Remark>()).map(\.text) }
+        #expect(imported == texts)
+
+        // Blank lines are still skipped where the header has more than one column.
+        try Data("length,surface\r\n\r\n10,a\r\n\r\n".utf8).write(to: file)
+        let runways = try await importer.importRecords(from: file, entityName: "Runway")
+        #expect(runways.recordCount == 1)
+    }
 }
+
+/// An entity whose export (without object IDs) has a single column.
+final class Remark: ManagedObject {
+    @Attribute var text: String? = nil
+}
+
+let remarkModel = ManagedObjectModel([Remark.self, Runway.self])

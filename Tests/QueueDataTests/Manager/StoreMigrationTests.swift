@@ -92,12 +92,24 @@ struct StoreMigrationTests {
             delegate: ConversionDelegate(model: graphModel, type: .journal, directory: directory.url))
         defer { manager.close() }
         _ = try seedGraph(manager)
+        let context = try manager.createContext()
+        let ada = try context.performAndWait { try context.fetch(FetchRequest<Explorer>())[0] }
         try directory.write(Array("{}".utf8), to: "Travel.json")
         let error = #expect(throws: StoreError.self) { try manager.migratePersistentStore(to: .jsonFile) }
         #expect(error?.code == .invalidConfiguration)
         #expect(try directory.bytes(of: "Travel.json") == Array("{}".utf8))
-        // Closed by the attempt, the manager loads the original store again.
+        // Refused before closing: the context and its objects go on working, and save.
+        try context.performAndWait {
+            #expect(ada.name == "Ada")
+            ada.name = "Ada L."
+            try context.save()
+        }
         #expect(try graphText(manager).count == 18)
+        // So is converting a store onto itself, and an invalid name.
+        #expect(throws: StoreError.self) { try manager.migratePersistentStore(to: .journal) }
+        #expect(throws: StoreError.self) { try manager.migratePersistentStore(to: .jsonFile, name: "a/b") }
+        let names = try context.performAndWait { try context.fetch(FetchRequest<Explorer>()).map(\.name) }
+        #expect(names == ["Ada L."])
     }
 
     /// A conversion that fails at any file-system operation of the new store leaves nothing under

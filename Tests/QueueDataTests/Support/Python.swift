@@ -36,15 +36,31 @@ func runProcess(
     nonisolated(unsafe) var errorData = Data()
     group.enter()
     DispatchQueue.global().async {
-        errorData = error.fileHandleForReading.readDataToEndOfFile()
+        errorData = readToEnd(error.fileHandleForReading)
         group.leave()
     }
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let outputData = readToEnd(output.fileHandleForReading)
     group.wait()
     process.waitUntilExit()
     return ProcessOutput(
         status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
         standardError: String(decoding: errorData, as: UTF8.self))
+}
+
+/// Everything `handle` reads until the end of the file. Foundation's `readDataToEndOfFile()`
+/// traps (a `try!` inside) when a signal interrupts the read (`EINTR`), which a test process
+/// running many children sees: retry instead.
+private func readToEnd(_ handle: FileHandle) -> Data {
+    var data = Data()
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+        if count > 0 {
+            data.append(contentsOf: buffer[..<count])
+        } else if count == 0 || errno != EINTR {
+            return data
+        }
+    }
 }
 
 /// Runs a Python 3 script with `arguments`: the independent parser of the tests.

@@ -141,6 +141,30 @@ struct QDToolTests {
         #expect(try directory.bytes(of: "Store.journal") == damaged)
         // Reading commands still read the valid prefix; opening in the library refuses.
         #expect(try qd("inspect", store.path).status == 0)
+        // inspect counts the records it read (the four before the damage), says where the damage
+        // is and how many valid records after it are not read, and never prints "?" for what it does not know.
+        let described = try qd("inspect", store.path)
+        #expect(described.standardOutput.contains("4 read: a snapshot of"), "\(described.standardOutput)")
+        #expect(described.standardOutput.contains("then 3 saves"), "\(described.standardOutput)")
+        #expect(
+            described.standardOutput.contains("Damage            at offset \(offsets[4]): damaged record"),
+            "\(described.standardOutput)")
+        #expect(described.standardOutput.contains("(9 valid records after it)"), "\(described.standardOutput)")
+        #expect(!described.standardOutput.contains("offset ?"), "\(described.standardOutput)")
+        let inspectedDamage = try json(try qd("inspect", store.path, "--json"))
+        #expect(inspectedDamage["records"] as? Int == 4)
+        #expect(inspectedDamage["changeRecords"] as? Int == 3)
+        #expect((inspectedDamage["damage"] as? [String: Any])?["offset"] as? Int == offsets[4])
+
+        // A damaged snapshot: no record is read, and inspect says so.
+        var snapshotDamaged = intact
+        snapshotDamaged[offsets[0] + 30] ^= 0x40
+        try directory.write(snapshotDamaged, to: "Store.journal")
+        let noSnapshot = try qd("inspect", store.path)
+        #expect(
+            noSnapshot.standardOutput.contains("0 read: no valid snapshot, then 0 saves"),
+            "\(noSnapshot.standardOutput)")
+        #expect(!noSnapshot.standardOutput.contains("offset ?"), "\(noSnapshot.standardOutput)")
     }
 
     /// References that do not resolve and inverses that do not point back are reported, with the
@@ -208,6 +232,60 @@ struct QDToolTests {
                     "round \(round) \(command): \(output.status) \(output.standardError)")
             }
             #expect(try directory.bytes(of: store.lastPathComponent) == bytes)
+        }
+    }
+
+    /// `--where` literals are checked against their attribute's type as the expression is read
+    /// (a bad one is a usage error saying what is wrong, not a filter matching nothing), dates
+    /// are read as the library reads them (a date alone too), and integers compare exactly.
+    @Test func whereLiteralsAreTypeChecked() throws {
+        let directory = TemporaryDirectory("qd-where")
+        do {
+            let manager = journalManager(directory)
+            defer { manager.close() }
+            let context = try manager.createContext()
+            try context.performAndWait {
+                for (index, value) in [Int64(1) << 53, (Int64(1) << 53) + 1, 7].enumerated() {
+                    let object = context.insert(AllTypes.self)
+                    object.int64 = value
+                    object.string = "s\(index)"
+                    // 2023-12-31, 2024-01-01, 2024-01-02 at midnight UTC.
+                    object.date = Date(timeIntervalSince1970: 1_704_067_200 + Double(index - 1) * 86_400)
+                }
+                try context.save()
+            }
+        }
+        let store = directory.file("Store.journal").path
+        func strings(_ expression: String) throws -> [String] {
+            let output = try qd(
+                "export", store, "--entity", "AllTypes", "--format", "jsonl", "--no-object-id", "--where", expression)
+            #expect(output.status == 0, "\(expression): \(output.standardError)")
+            return output.standardOutput.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["string"] as? String
+            }
+        }
+        #expect(try strings("int64 == 9007199254740993") == ["s1"])
+        #expect(try strings("int64 < 9007199254740993") == ["s0", "s2"])
+        #expect(try strings("date >= '2024-01-01'") == ["s1", "s2"])
+        #expect(try strings("date < '2024-01-01T00:00:00+01:00'") == ["s0"])
+        #expect(try strings("string beginswith 's' and not int64 == 7") == ["s0", "s1"])
+
+        for (expression, message) in [
+            ("date > 'yesterday'", "is not a quoted ISO 8601 date"),
+            ("date == '2024-02-31'", "is not a quoted ISO 8601 date"),
+            ("int64 == 'x'", "is not an integer"),
+            ("int64 > 2.5", "is not an integer"),
+            ("string == 3", "is not a quoted string"),
+            ("bool == 'true'", "is not true or false"),
+            ("double >= fast", "is not a number"),
+            ("uuid == 'nope'", "is not a quoted UUID"),
+            ("int64 contains '1'", "contains works on string attributes"),
+            ("string < nil", "nil compares with == and != only"),
+        ] {
+            let output = try qd("export", store, "--entity", "AllTypes", "--format", "jsonl", "--where", expression)
+            #expect(output.status == 2, "\(expression): \(output.standardError)")
+            #expect(output.standardError.contains(message), "\(expression): \(output.standardError)")
+            #expect(output.standardOutput.isEmpty)
         }
     }
 
@@ -301,6 +379,35 @@ struct QDToolTests {
         #expect(bad.standardError.contains("Destination"))
     }
 
+    /// `qd convert` reads a journal with a torn tail without recovering it: the source keeps
+    /// every byte (no tail is set aside beside it), and the new store holds the valid prefix.
+    @Test func convertLeavesATornJournalUntouched() throws {
+        let directory = TemporaryDirectory("qd-convert-torn")
+        let store = try writeGraphStore("journal", directory)
+        let intact = try directory.bytes(of: "Store.journal")
+        let offsets = recordOffsets(intact)
+        let torn = intact + Array(intact[offsets[3]..<(offsets[3] + 30)])
+        try directory.write(torn, to: "Store.journal")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+
+        let converted = directory.file("Copy.json")
+        let output = try qd("convert", store.path, converted.path)
+        #expect(output.status == 0, "\(output.standardError)")
+        #expect(try directory.bytes(of: "Store.journal") == torn)
+        let after = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        #expect(!after.contains { $0.contains(".torn-") }, "\(after)")
+        #expect(Set(after).subtracting(names).subtracting(["Store.lock"]) == ["Copy.json"], "\(after)")
+        let prefix = try StoreInspection.contents(of: store)
+        let result = try StoreInspection.contents(of: converted)
+        #expect(result.metadata.storeIdentifier == prefix.metadata.storeIdentifier)
+        for entity in prefix.schema {
+            let left = (prefix.rows[entity.name] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+            let right = (result.rows[entity.name] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+            #expect(left == right, "\(entity.name)")
+        }
+        #expect(result.rows["Expedition"]?.count == 11)
+    }
+
     /// `qd convert` writes a verified store of the other type that the library opens with the
     /// same rows; `qd compact` shrinks a journal; `qd import` inserts and upserts.
     @Test func convertCompactAndImport() throws {
@@ -351,5 +458,49 @@ struct QDToolTests {
         #expect(refused.status == 5)
         #expect(refused.standardError.contains("line 3"), "\(refused.standardError)")
         #expect(refused.standardError.contains("Nothing was imported"))
+    }
+
+    /// `qd import`: --delimiter applies to a CSV file whatever picked the format; an empty
+    /// --unique is a usage error; --unique naming attributes the existing objects share is
+    /// refused with a message saying so, exit status 5, nothing imported.
+    @Test func importOptionsAreCheckedAndApplied() throws {
+        let directory = TemporaryDirectory("qd-import-options")
+        let store = try writeGraphStore("journal", directory)
+        func labels() throws -> [String] {
+            let contents = try StoreInspection.contents(of: store)
+            let entity = try #require(contents.schema.first { $0.name == "Tag" })
+            let column = try #require(entity.index(ofAttribute: "label"))
+            return (contents.rows["Tag"] ?? []).compactMap {
+                if case .string(let text) = $0.values[column] { return text }
+                return nil
+            }.sorted()
+        }
+        try directory.write(Array("label\r\nsemi,colon\r\n".utf8), to: "tags.csv")
+        let semicolons = try qd(
+            "import", store.path, "--entity", "Tag", "--delimiter", ";", directory.file("tags.csv").path)
+        #expect(semicolons.status == 0, "\(semicolons.standardError)")
+        #expect(try labels() == ["semi,colon", "t0", "t1", "t2"])
+
+        try directory.write(Array("{\"label\": \"x\"}\n".utf8), to: "tags.jsonl")
+        let jsonDelimiter = try qd(
+            "import", store.path, "--entity", "Tag", "--delimiter", ";", directory.file("tags.jsonl").path)
+        #expect(jsonDelimiter.status == 2)
+        #expect(jsonDelimiter.standardError.contains("--delimiter applies to CSV"), "\(jsonDelimiter.standardError)")
+        for unique in ["", ",", "label,"] {
+            let output = try qd(
+                "import", store.path, "--entity", "Tag", "--unique", unique, directory.file("tags.jsonl").path)
+            #expect(output.status == 2, "\(unique): \(output.standardError)")
+            #expect(output.standardError.contains("--unique needs attribute names"), "\(output.standardError)")
+        }
+
+        try directory.write(Array("{\"label\": \"t0\"}\n".utf8), to: "duplicate.jsonl")
+        #expect(try qd("import", store.path, "--entity", "Tag", directory.file("duplicate.jsonl").path).status == 0)
+        let before = try directory.bytes(of: "Store.journal")
+        let refused = try qd(
+            "import", store.path, "--entity", "Tag", "--unique", "label", directory.file("tags.jsonl").path)
+        #expect(refused.status == 5, "\(refused.standardError)")
+        #expect(refused.standardError.contains("existing objects already share"), "\(refused.standardError)")
+        #expect(refused.standardError.contains("label = "), "\(refused.standardError)")
+        #expect(try directory.bytes(of: "Store.journal") == before)
     }
 }
