@@ -106,7 +106,10 @@ extension UndoManager {
                 }
             }
         }
-        for object in touched {
+        // Also the objects the group changed and changed back within one event (a layer
+        // inserted into a sketch and deleted again): no change of theirs was recorded, yet they
+        // are updated, and undoing everything must leave nothing to save.
+        for object in touched + context.pendingUpdates {
             context.clearUpdatedIfCommitted(object)
         }
         return (applied, deleted)

@@ -122,4 +122,27 @@ struct UndoAcrossSavesTests {
         }
         manager.close()
     }
+
+    @Test(
+        "undoing a group that inserted and deleted a layer of a saved sketch leaves nothing to save",
+        arguments: LifecycleStore.allCases)
+    func undoLeavesNoNetChange(_ store: LifecycleStore) throws {
+        let directory = TemporaryDirectory("undo-no-net-change-\(store)")
+        let manager = undoModelManager(store, directory)
+        let context = try makeContext(manager, "undo")
+        let (_, sketchID) = try UndoTests.seed(context)
+        context.performAndWait { context.undoManager = UndoManager() }
+        // One group: the sketch gets a layer that is deleted again (no net change to the sketch).
+        context.performAndWait {
+            let layer = context.insert(Layer.self)
+            layer.uid = "l9"
+            layer.sketch = (context.object(with: sketchID) as! Sketch)
+            context.delete(layer)
+        }
+        context.performAndWait {
+            context.undo()
+            #expect(!context.hasChanges, "updated: \(context.updatedObjects.map(UndoRandomTests.uid))")
+        }
+        manager.close()
+    }
 }
