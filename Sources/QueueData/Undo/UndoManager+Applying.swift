@@ -75,6 +75,8 @@ extension UndoManager {
         }
         // Objects whose values or deletion changed: unchanged again if back to their committed values.
         var touched: [ManagedObject] = []
+        var lost: [LostReference] = []
+        var unplaced: [ValuesChange] = []
         for entry in group.entries.reversed() {
             switch entry {
             case .insertion(let object):
@@ -86,7 +88,7 @@ extension UndoManager {
                     context.bringBackForUndo(object)
                     touched.append(object)
                     applied.append(.insertion(object))
-                    deleted.formUnion(dropMissingReferences(of: object, in: context, keeping: comingBack))
+                    deleted.formUnion(dropMissingReferences(of: object, in: context, keeping: comingBack, lost: &lost))
                 } else if context.wasDeletedElsewhere(object) {
                     deleted.insert(object._objectID)
                 }
@@ -95,10 +97,13 @@ extension UndoManager {
                 if object._state.contains(.detached) && !comingBack.contains(object._objectID) {
                     if context.wasDeletedElsewhere(object) {
                         deleted.insert(object._objectID)
+                    } else if object._state.contains(.deletedBySave) {
+                        // Deleted by this context's save, in an older group: undone with it.
+                        unplaced.append(change)
                     }
                     continue
                 }
-                let (done, missing) = apply(change, in: context, keeping: comingBack)
+                let (done, missing) = apply(change, in: context, keeping: comingBack, lost: &lost)
                 deleted.formUnion(missing)
                 if let done {
                     touched.append(object)
@@ -106,7 +111,11 @@ extension UndoManager {
                 }
             }
         }
-        for object in touched {
+        settle(lost, unplaced, in: context, applied: &applied)
+        // Also the objects the group changed and changed back within one event (a layer
+        // inserted into a sketch and deleted again): no change of theirs was recorded, yet they
+        // are updated, and undoing everything must leave nothing to save.
+        for object in touched + context.pendingUpdates {
             context.clearUpdatedIfCommitted(object)
         }
         return (applied, deleted)
@@ -115,11 +124,13 @@ extension UndoManager {
     /// Sets `change`'s slots back to their old values, where nothing else changed them since.
     ///
     /// - Returns: The change that sets them again (`nil` if nothing changed), and the objects
-    ///   references were not restored to because another context deleted them.
+    ///   references were not restored to because another context deleted them (those this
+    ///   context's own saves deleted go to `lost`).
     private func apply(
         _ change: ValuesChange,
         in context: ManagedObjectContext,
-        keeping comingBack: Set<ObjectID>
+        keeping comingBack: Set<ObjectID>,
+        lost: inout [LostReference]
     ) -> (ValuesChange?, Set<ObjectID>) {
         let object = change.object
         let entity = object.entity
@@ -167,8 +178,8 @@ extension UndoManager {
                     target, previous: current, relationship: relationship,
                     destinationIndex: context.link(of: object, column: slot).destinationIndex, keeping: comingBack)
                 if !missing.isEmpty {
+                    deleted.formUnion(sortMissing(missing, of: object, slot: slot, intended: target, lost: &lost))
                     target = kept
-                    deleted.formUnion(missing)
                 }
             }
             guard !StoredValue.isSame(target, current) else { continue }
@@ -183,7 +194,8 @@ extension UndoManager {
     private func dropMissingReferences(
         of object: ManagedObject,
         in context: ManagedObjectContext,
-        keeping comingBack: Set<ObjectID>
+        keeping comingBack: Set<ObjectID>,
+        lost: inout [LostReference]
     ) -> Set<ObjectID> {
         let entity = object.entity
         var deleted = Set<ObjectID>()
@@ -194,12 +206,113 @@ extension UndoManager {
             let (kept, missing) = context.existingReferences(
                 value, previous: .null, relationship: relationship,
                 destinationIndex: context.link(of: object, column: slot).destinationIndex, keeping: comingBack)
-            deleted.formUnion(missing)
+            deleted.formUnion(sortMissing(missing, of: object, slot: slot, intended: value, lost: &lost))
             if !StoredValue.isSame(kept, current) {
                 context.writeForUndo(kept, to: object, at: slot)
             }
         }
         return deleted
+    }
+
+    /// A reference an undo could not restore because this context's own save deleted the object
+    /// it pointed to.
+    struct LostReference {
+        let object: ManagedObject
+        let slot: Int
+        /// The value the undo meant to give the slot (with the deleted object).
+        let intended: StoredValue
+        let deleted: ManagedObject
+    }
+
+    /// Of the objects missing from a value `object`'s `slot` was to take, those another
+    /// context deleted; the ones this context's own saves deleted are added to `lost`.
+    private func sortMissing(
+        _ missing: Set<ObjectID>,
+        of object: ManagedObject,
+        slot: Int,
+        intended: StoredValue,
+        lost: inout [LostReference]
+    ) -> Set<ObjectID> {
+        var elsewhere = Set<ObjectID>()
+        for id in missing {
+            if let gone = removedObjects[id], gone._state.contains(.deletedBySave), gone._state.contains(.detached) {
+                lost.append(LostReference(object: object, slot: slot, intended: intended, deleted: gone))
+            } else {
+                elsewhere.insert(id)
+            }
+        }
+        return elsewhere
+    }
+
+    /// Settles the references to objects this context's own saves deleted, as that save would
+    /// have had the reference been there: the deleted object's delete rule applies to the
+    /// object (a cascade deletes it; otherwise the reference is just left out). Both, and the
+    /// reference on each side, join the group of the deleted object's removal, so that undoing
+    /// that group brings everything back together. The deleted object's side takes the change
+    /// the group being undone recorded for it, if any (`unplaced`: it has the order), or else
+    /// gets the object added.
+    private func settle(
+        _ lost: [LostReference],
+        _ unplaced: [ValuesChange],
+        in context: ManagedObjectContext,
+        applied: inout [UndoEntry]
+    ) {
+        for loss in lost {
+            let object = loss.object
+            let deleted = loss.deleted
+            let link = context.link(of: object, column: loss.slot)
+            var entries: [UndoEntry] = []
+            if link.inverse.deleteRule == .cascade, context.removeForUndo(object) {
+                applied.append(.deletion(object))
+                entries.append(.deletion(object))
+            }
+            entries.append(
+                .values(
+                    ValuesChange(
+                        object: object,
+                        changes: [SlotChange(slot: loss.slot, old: loss.intended, new: object._values[loss.slot])],
+                        baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)))
+            let inverseSlot = link.inverseColumn
+            let keys = RelationshipKeys.decode(translated(deleted._values[inverseSlot], link.inverse))
+            let key = object._objectID.rawValue
+            let recorded = unplaced.lazy.filter { $0.object === deleted }.flatMap(\.changes)
+                .first { $0.slot == inverseSlot }
+            if let recorded {
+                entries.append(
+                    .values(
+                        ValuesChange(
+                            object: deleted, changes: [recorded], baseSnapshot: deleted._snapshot,
+                            baseVersion: deleted._snapshotVersion)))
+            } else if !keys.contains(key) {
+                let linked = RelationshipKeys.encode(link.inverse.isToMany ? keys + [key] : [key], for: link.inverse)
+                entries.append(
+                    .values(
+                        ValuesChange(
+                            object: deleted,
+                            changes: [SlotChange(slot: inverseSlot, old: linked, new: deleted._values[inverseSlot])],
+                            baseSnapshot: deleted._snapshot, baseVersion: deleted._snapshotVersion)))
+            }
+            appendToRemovalGroup(of: deleted, entries)
+        }
+    }
+
+    /// Appends `entries` to the group of the latest removal of `object`, if it is still on a
+    /// stack; returns whether it was.
+    @discardableResult
+    private func appendToRemovalGroup(of object: ManagedObject, _ entries: [UndoEntry]) -> Bool {
+        guard let groupID = removedBy[ObjectIdentifier(object)] else { return false }
+        if let index = undoStack.lastIndex(where: { $0.id == groupID }) {
+            for entry in entries {
+                append(entry, to: &undoStack[index])
+            }
+        } else if let index = redoStack.lastIndex(where: { $0.id == groupID }) {
+            for entry in entries {
+                append(entry, to: &redoStack[index])
+            }
+        } else {
+            return false
+        }
+        return true
     }
 
     /// The keys of `target`, an ordered relationship's value made from `current` by putting back

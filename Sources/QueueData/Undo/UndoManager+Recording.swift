@@ -40,6 +40,7 @@ extension UndoManager {
         redoStack.removeAll()
         openGroup = makeGroup()
         removedBy.removeAll()
+        removedObjects.removeAll()
         preImages.removeAll()
         preImaged.removeAll()
         permanentKeys.removeAll()
@@ -156,6 +157,7 @@ extension UndoManager {
     func append(_ entry: UndoEntry, to group: inout UndoGroup) {
         if case .deletion(let object) = entry {
             removedBy[ObjectIdentifier(object)] = group.id
+            removedObjects[object._objectID] = object
         }
         group.entries.append(entry)
     }

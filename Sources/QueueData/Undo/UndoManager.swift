@@ -33,7 +33,11 @@ import Foundation
 /// - a to-many relationship gets back the objects the change removed and loses the ones it
 ///   added, keeping what merges added or removed;
 /// - an object another context deleted is not brought back, references to it are not
-///   restored, and the ``UndoOutcome`` of ``undo()`` names it.
+///   restored, and the ``UndoOutcome`` of ``undo()`` names it;
+/// - a reference to an object this context's own save deleted (in an older group) is not
+///   restored either, but that object's delete rule applies as the save would have applied it
+///   (a cascade deletes the object the undo restores), and undoing the deletion's group brings
+///   both back, linked.
 ///
 /// ``ManagedObjectContext/rollback()`` and ``ManagedObjectContext/reset()`` remove every
 /// action, as in Core Data.
@@ -58,6 +62,10 @@ public final class UndoManager {
     /// removal, so that the changes a save makes because of a deletion (its delete rules) join
     /// the group that can bring it back.
     var removedBy: [ObjectIdentifier: Int] = [:]
+    /// Each object removed, by its ID: a key an undo cannot restore because the object is gone
+    /// from the store is this context's own saved deletion when it names one of these (left
+    /// with `deletedBySave`), and another context's otherwise.
+    var removedObjects: [ObjectID: ManagedObject] = [:]
     /// Levels opened by blocks of the `perform` family, and by ``beginUndoGrouping()``.
     var eventLevel = 0
     var explicitLevel = 0

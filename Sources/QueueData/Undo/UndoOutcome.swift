@@ -12,7 +12,8 @@ public struct UndoOutcome: Sendable, Equatable {
 
     /// Objects the group would have brought back, changed or pointed a relationship at, which
     /// another context deleted: an undo never brings those back. Everything else in the group
-    /// was undone (or redone).
+    /// was undone (or redone). Objects this context's own saves deleted are never listed: an
+    /// undo applies their delete rules instead (see ``UndoManager``).
     public let deletedObjectIDs: Set<ObjectID>
 
     init(didApply: Bool = false, actionName: String = "", deletedObjectIDs: Set<ObjectID> = []) {
