@@ -7,9 +7,10 @@ enum ExportCommand {
         usage: qd export STORE --entity ENTITY --format csv|json|jsonl [--where EXPR] [--sort KEYS]
                          [--limit N] [--delimiter C] [--no-object-id] [-o FILE]
 
-        Writes the rows of one entity, without the app's model: each record holds the object's ID
-        (its x-queuedata:// URI), every attribute and every relationship as the related objects'
-        IDs (a to-many as a list). CSV follows RFC 4180 (a header row, quoted fields, nil as an
+        Writes the rows of one entity and of its subentities (as the store records them), without
+        the app's model: each record holds the object's ID (its x-queuedata:// URI, naming the
+        object's own entity), every attribute of ENTITY and every relationship as the related
+        objects' IDs (a to-many as a list). CSV follows RFC 4180 (a header row, quoted fields, nil as an
         empty field, dates in ISO 8601); JSON is one array; JSON Lines one object per line. With
         -o the file is written atomically (a temporary file, synchronized, then renamed):
         an error never leaves a partial file. Without -o, records go to standard output. Reads
@@ -22,7 +23,8 @@ enum ExportCommand {
                             value must fit its attribute (exit status 2 otherwise): an integer,
                             a number, a quoted string, true or false, a quoted ISO 8601 date
                             ('2026-11-24' or '2026-11-24T19:56:03Z'), a quoted UUID or URL
-          --sort KEYS       order, e.g. "country,-rating" (- for descending); default: key order
+          --sort KEYS       order, e.g. "country,-rating" (- for descending); default: key order,
+                            the entity's rows first, then each subentity's
           --limit N         at most N records
           --delimiter C     CSV field delimiter (default ,)
           --no-object-id    leave the objectID field out
@@ -77,35 +79,60 @@ enum ExportCommand {
         }
         let filter = try parsed.options["--where"].map { try RowFilter.parse($0, entity: entity) }
         let order = try parsed.options["--sort"].map { try RowOrder($0, entity: entity) }
-        var rows = (contents.rows[entityName] ?? []).sorted { $0.primaryKey < $1.primaryKey }
+        // The entity's rows, then each subentity's, each in key order; filtered and sorted by
+        // the entity's columns (a subentity's row projected onto them by name).
+        let fields = ExportField.fields(of: entity, includesObjectID: !parsed.flags.contains("--no-object-id"))
+        var builders: [ExportRecordBuilder] = []
+        var rows: [ExportedRow] = []
+        for member in contents.schema where member === entity || descends(member, from: entity, in: contents.schema) {
+            let builder = builders.count
+            builders.append(
+                ExportRecordBuilder(entity: member, fields: fields, storeIdentifier: contents.metadata.storeIdentifier))
+            let columns =
+                entity.attributes.map { member.index(ofAttribute: $0.name) }
+                + entity.relationships.map { relationship in
+                    member.relationships.firstIndex { $0.name == relationship.name }.map {
+                        member.attributes.count + $0
+                    }
+                }
+            for row in (contents.rows[member.name] ?? []).sorted(by: { $0.primaryKey < $1.primaryKey }) {
+                let projected =
+                    member === entity
+                    ? row.values
+                    : columns.map { column in
+                        column.flatMap { $0 < row.values.count ? row.values[$0] : nil } ?? .null
+                    }
+                rows.append(ExportedRow(row: row, projected: projected, builder: builder))
+            }
+        }
         if let filter {
-            rows = rows.filter { filter.matches($0.values) }
+            rows = rows.filter { filter.matches($0.projected) }
         }
         if let order {
             // Stable: ties keep key order.
             rows = rows.enumerated().sorted { left, right in
-                if order.precedes(left.element.values, right.element.values) { return true }
-                if order.precedes(right.element.values, left.element.values) { return false }
+                if order.precedes(left.element.projected, right.element.projected) { return true }
+                if order.precedes(right.element.projected, left.element.projected) { return false }
                 return left.offset < right.offset
             }.map(\.element)
         }
         if rows.count > limit {
             rows.removeSubrange(limit...)
         }
-        let fields = ExportField.fields(of: entity, includesObjectID: !parsed.flags.contains("--no-object-id"))
-        let builder = ExportRecordBuilder(
-            entity: entity, fields: fields, storeIdentifier: contents.metadata.storeIdentifier)
+        func record(_ exported: ExportedRow) -> ExportRecord {
+            builders[exported.builder].record(primaryKey: exported.row.primaryKey, values: exported.row.values)
+        }
         let progress = ProgressBar("export")
         defer { progress.finish() }
         guard let output else {
-            try writeToStandardOutput(rows, builder: builder, fields: fields, formatter: formatter, progress: progress)
+            try writeToStandardOutput(rows, record: record, fields: fields, formatter: formatter, progress: progress)
             return .success
         }
         let destination = URL(fileURLWithPath: output)
         do {
             let writer = try ExportWriter(destination: destination, fields: fields, formatter: formatter)
             for (index, row) in rows.enumerated() {
-                try writer.write(builder.record(primaryKey: row.primaryKey, values: row.values))
+                try writer.write(record(row))
                 if index % 4096 == 0 {
                     progress.update(index, of: rows.count)
                 }
@@ -121,9 +148,34 @@ enum ExportCommand {
         return .success
     }
 
+    /// A row to export: the stored row, its values in the exported entity's column order, and
+    /// the builder of its own entity.
+    private struct ExportedRow {
+        var row: StoredRow
+        var projected: [StoredValue]
+        var builder: Int
+    }
+
+    /// Whether `entity` inherits (directly or not) from `ancestor`, as `schema` records it.
+    private static func descends(
+        _ entity: EntityDescription,
+        from ancestor: EntityDescription,
+        in schema: [EntityDescription]
+    ) -> Bool {
+        var current = entity
+        for _ in schema.indices {
+            guard let parent = schema.first(where: { $0.name == current.superentityName }) else { return false }
+            if parent === ancestor {
+                return true
+            }
+            current = parent
+        }
+        return false
+    }
+
     private static func writeToStandardOutput(
-        _ rows: [StoredRow],
-        builder: ExportRecordBuilder,
+        _ rows: [ExportedRow],
+        record: (ExportedRow) -> ExportRecord,
         fields: [ExportField],
         formatter: any ExportFormatter,
         progress: ProgressBar
@@ -139,8 +191,7 @@ enum ExportCommand {
             if index > 0 {
                 formatter.delimiter(into: &output)
             }
-            try formatter.record(
-                builder.record(primaryKey: row.primaryKey, values: row.values), fields: fields, into: &output)
+            try formatter.record(record(row), fields: fields, into: &output)
             if output.bytes.count >= 1 << 16 {
                 flush()
                 progress.update(index, of: rows.count)

@@ -7,8 +7,9 @@ enum InspectCommand {
         usage: qd inspect STORE [--json]
 
         Shows what a store file holds, without the app's model (stores record their own schema):
-        format and version, store identifier, model version hash, the schema (entities, attributes
-        with types and defaults, relationships with inverses and delete rules), row counts, file
+        format and version, store identifier, model version hash, the schema (entities with their
+        superentities, attributes with types and defaults, relationships with inverses and delete
+        rules, uniqueness constraints), row counts, file
         sizes and the lock's holder, for a journal its records, snapshot and any torn tail, and the
         applied migration steps. Reads without taking the lock and never writes: safe while an app
         has the store open.
@@ -22,7 +23,8 @@ enum InspectCommand {
         Checks a store file: for a journal every record's length, type, checksum and sequence
         number (past any damage, so that every problem is reported), then for either store every
         row's values against its attribute types, every relationship reference (it must resolve,
-        and the inverse must point back) and the primary-key counters. Prints each problem with
+        and the inverse must point back), the primary-key counters, and the uniqueness constraints
+        the store records (across an entity and its subentities). Prints each problem with
         its byte offset (and line, for a JSON store). A torn tail is reported as a warning: the
         next open sets it aside. Reads without the lock, never writes.
 
@@ -133,9 +135,8 @@ enum InspectCommand {
                         "maxCount": relationship.maxCount ?? NSNull(),
                     ]
                 },
-                // Stores record attributes and relationships; uniqueness constraints live in the
-                // app's model only.
-                "uniquenessConstraints": "not recorded in the store",
+                "superentity": entity.superentityName ?? NSNull(),
+                "uniquenessConstraints": entity.uniquenessConstraints,
             ]
         }
         return report
@@ -182,7 +183,9 @@ enum InspectCommand {
         if let entities = report["entities"] as? [[String: Any]] {
             printOutput("Entities")
             for entity in entities {
-                printOutput("  \(entity["name"]!): \(entity["rows"]!) rows, next key \(entity["nextPrimaryKey"]!)")
+                let subentity = (entity["superentity"] as? String).map { " (subentity of \($0))" } ?? ""
+                printOutput(
+                    "  \(entity["name"]!)\(subentity): \(entity["rows"]!) rows, next key \(entity["nextPrimaryKey"]!)")
                 for attribute in entity["attributes"] as! [[String: Any]] {
                     let optional = attribute["optional"] as! Bool ? "?" : ""
                     let valueType = (attribute["valueType"] as? String).map { " (\($0))" } ?? ""
@@ -197,8 +200,10 @@ enum InspectCommand {
                         "    \(relationship["name"]!) → \(relationship["destination"]!) (\(kind)), inverse "
                             + "\(relationship["inverse"]!), delete rule \(relationship["deleteRule"]!)")
                 }
+                for constraint in entity["uniquenessConstraints"] as! [[String]] {
+                    printOutput("    unique (\(constraint.joined(separator: ", ")))")
+                }
             }
-            printOutput("  (uniqueness constraints live in the app's model; stores do not record them)")
         }
         if let problems = report["problems"] as? [[String: Any]], !problems.isEmpty {
             printOutput("Problems (run qd verify for details): \(problems.count)")

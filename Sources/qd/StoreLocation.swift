@@ -66,7 +66,8 @@ struct StoreLocation {
     /// Whether the store file exists.
     var exists: Bool { FileManager.default.fileExists(atPath: url.path) }
 
-    /// A manager on this store, with the model its own schema describes.
+    /// A manager on this store, with the model its own schema describes (uniqueness
+    /// constraints included), and `uniquenessConstraints` added to it by entity name.
     func manager(uniquenessConstraints: [String: [[String]]] = [:]) throws -> ContextManager {
         guard exists else {
             throw ToolFailure(.unreadable, "\(url.path) does not exist.")
@@ -83,7 +84,8 @@ struct StoreLocation {
                 guard let constraints = uniquenessConstraints[entity.name] else { return entity }
                 return try EntityDescription(
                     name: entity.name, attributes: entity.attributes, relationships: entity.relationships,
-                    uniquenessConstraints: constraints, originalName: entity.originalName)
+                    uniquenessConstraints: entity.uniquenessConstraints + constraints,
+                    superentityName: entity.superentityName, originalName: entity.originalName)
             }
         }
         let model: ManagedObjectModel

@@ -33,10 +33,12 @@ enum WriteCommands {
         in batches, without the app's model. Every record is checked before any is saved: a bad
         one stops the import with its line and field, and nothing is imported. Fields name
         attributes and relationships (object ID URIs of this store); objectID fields are ignored.
-        Stores do not record uniqueness constraints: --unique names the attributes that identify
-        an object (their values must already be unique among the store's objects: exit status 5
-        otherwise), and a record matching an existing one updates it (--on-conflict update, the
-        default) or fails the import (--on-conflict fail). An update replaces the whole object:
+        The uniqueness constraints the store records (those of the app's model, see qd inspect)
+        identify an object; --unique adds one naming the attributes given (their values must
+        already be unique among the store's objects: exit status 5 otherwise), which the store
+        then records until the app saves with its own model again. A record matching an
+        existing object updates it (--on-conflict update, the default) or fails the import
+        (--on-conflict fail). An update replaces the whole object:
         fields the file leaves out take their defaults, in updated objects too — include every
         field (an export of the entity has them all). In CSV an empty unquoted field is nil
         (refused for a required attribute other than a string); in a file with one column, an

@@ -55,20 +55,14 @@ struct UniquenessIndex: Sendable {
     /// The indexes of every constraint of `model`, empty (without rows).
     static func indexes(for model: ManagedObjectModel) -> [UniquenessIndex] {
         let entities = model.entities
-        /// Whether `entity` is `ancestor` or one of its subentities.
-        func descends(_ entity: EntityDescription, from ancestor: EntityDescription) -> Bool {
-            entity === ancestor
-                || (ancestor.managedObjectClass != ManagedObject.self
-                    && entity.classLineage.contains(ObjectIdentifier(ancestor.managedObjectClass)))
-        }
         var indexes: [UniquenessIndex] = []
         var positions: [String: Int] = [:]
         for (entityIndex, entity) in entities.enumerated() {
             for (constraint, columns) in zip(entity.uniquenessConstraints, entity.uniquenessColumns) {
                 // The topmost entity of the hierarchy declaring the same constraint names the index.
                 let root =
-                    entities.filter { descends(entity, from: $0) && $0.uniquenessConstraints.contains(constraint) }
-                    .min { $0.classLineage.count < $1.classLineage.count } ?? entity
+                    ([entity] + model.ancestors(of: entity)).last { $0.uniquenessConstraints.contains(constraint) }
+                    ?? entity
                 let identifier = ([root.name] + constraint).joined(separator: "\u{0}")
                 if let position = positions[identifier] {
                     var merged = indexes[position].columns

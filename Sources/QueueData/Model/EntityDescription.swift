@@ -21,6 +21,12 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     public let managedObjectClass: ManagedObject.Type
     /// The entity's name in stores written before it was renamed; not part of the version hash.
     public let originalName: String?
+    /// The name of the entity this one inherits from (Core Data's `superentity`): for a
+    /// `ManagedObject` subclass, the entity of its superclass (`nil` when the superclass is
+    /// `ManagedObject`); for an entity a store read back, the one it recorded. A fetch, a
+    /// uniqueness constraint and an export of an entity include its subentities. Not part of
+    /// the version hash.
+    public let superentityName: String?
     /// How migration converts stored values of other types, by attribute name.
     let attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue]
     /// The validation closures of attributes, by slot (transient attributes' slots follow the
@@ -120,6 +126,35 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
             classLineage: [], originalName: originalName, uniquenessConstraints: uniquenessConstraints)
     }
 
+    /// Describes an entity without a `ManagedObject` subclass, with uniqueness constraints and
+    /// the entity it inherits from, as a store records them.
+    ///
+    /// - Parameters:
+    ///   - name: The entity's name.
+    ///   - attributes: Its attributes, in row order (inherited ones included).
+    ///   - relationships: Its relationships (inherited ones included).
+    ///   - uniquenessConstraints: Sets of attribute names whose values no two objects may
+    ///     share.
+    ///   - superentityName: The entity it inherits from, or `nil`.
+    ///   - originalName: Its name in stores written before it was renamed.
+    /// - Throws: ``ModelError`` as the other initializers do.
+    public convenience init(
+        name: String,
+        attributes: [AttributeDescription],
+        relationships: [RelationshipDescription] = [],
+        uniquenessConstraints: [[String]],
+        superentityName: String?,
+        originalName: String? = nil
+    ) throws {
+        if let superentityName {
+            try Self.validateName(superentityName, entityName: name, what: "entity")
+        }
+        try self.init(
+            name: name, attributes: attributes, relationships: relationships, managedObjectClass: ManagedObject.self,
+            classLineage: [], originalName: originalName, uniquenessConstraints: uniquenessConstraints,
+            superentityName: superentityName)
+    }
+
     init(
         name: String,
         attributes: [AttributeDescription],
@@ -132,7 +167,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         attributeValidators: [Int: @Sendable (StoredValue) throws -> Void] = [:],
         attributeDecodingChecks: [Int: @Sendable (StoredValue) throws -> Void] = [:],
         uniquenessConstraints: [[String]] = [],
-        indexedAttributes: [String] = []
+        indexedAttributes: [String] = [],
+        superentityName: String? = nil
     ) throws {
         try Self.validateName(name, entityName: name, what: "entity")
         var indexes: [String: Int] = [:]
@@ -249,6 +285,7 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         self.relationshipColumns = relationshipColumns
         self.managedObjectClass = managedObjectClass
         self.originalName = originalName
+        self.superentityName = superentityName
         self.attributeTransforms = attributeTransforms
         self.defaultRow = attributes.map(\.defaultValue) + relationships.map(\.emptyValue)
         self.attributeIndexes = indexes
@@ -277,7 +314,18 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
             managedObjectClass: managedObjectClass, classLineage: classLineage, originalName: originalName,
             attributeTransforms: attributeTransforms, attributeValidators: attributeValidators,
             attributeDecodingChecks: attributeDecodingChecks, uniquenessConstraints: uniquenessConstraints,
-            indexedAttributes: indexedColumns.map { attributes[$0].name })
+            indexedAttributes: indexedColumns.map { attributes[$0].name }, superentityName: superentityName)
+    }
+
+    /// This entity with `uniquenessConstraints` and `superentityName` instead of its own (what
+    /// a store records of another description of the same entity).
+    func recording(uniquenessConstraints: [[String]], superentityName: String?) throws -> EntityDescription {
+        try EntityDescription(
+            name: name, attributes: attributes, transientAttributes: transientAttributes, relationships: relationships,
+            managedObjectClass: managedObjectClass, classLineage: classLineage, originalName: originalName,
+            attributeTransforms: attributeTransforms, attributeValidators: attributeValidators,
+            attributeDecodingChecks: attributeDecodingChecks, uniquenessConstraints: uniquenessConstraints,
+            indexedAttributes: indexedColumns.map { attributes[$0].name }, superentityName: superentityName)
     }
 
     /// The number of slots in a row: attributes, then relationships.

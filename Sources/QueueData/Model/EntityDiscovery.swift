@@ -164,7 +164,8 @@ enum EntityDiscovery {
             name: entityName, attributes: attributes, transientAttributes: transientAttributes,
             relationships: relationships, managedObjectClass: type, classLineage: lineage, originalName: originalName,
             attributeTransforms: transforms, attributeValidators: validators, attributeDecodingChecks: decodingChecks,
-            uniquenessConstraints: constraints + type.uniquenessConstraints, indexedAttributes: indexed)
+            uniquenessConstraints: constraints + type.uniquenessConstraints, indexedAttributes: indexed,
+            superentityName: parent.flatMap { $0 == ManagedObject.self ? nil : $0.entityName })
     }
 
     /// The construction of discovery prototypes: an empty entity and a confinement that no

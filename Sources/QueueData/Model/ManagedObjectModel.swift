@@ -124,9 +124,16 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                         "names the inverse '\(destination.name).\(inverse.name)', which points to "
                             + "'\(inverse.destinationEntityName).\(inverse.inverseName)' instead of back to it")
                 }
-                let subentities = entities.filter {
-                    $0 !== destination && destination.managedObjectClass != ManagedObject.self
-                        && $0.isKind(of: destination.managedObjectClass)
+                let subentities = entities.filter { candidate in
+                    var current = candidate
+                    for _ in entities.indices {
+                        guard let parent = current.superentity(in: entities) else { return false }
+                        if parent === destination {
+                            return true
+                        }
+                        current = parent
+                    }
+                    return false
                 }
                 guard subentities.isEmpty else {
                     throw invalid(
@@ -162,8 +169,29 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     func entityIndexes(named name: String, includingSubentities: Bool) -> [Int] {
         guard let index = entityIndexes[name] else { return [] }
         let entity = entities[index]
-        guard includingSubentities, entity.managedObjectClass != ManagedObject.self else { return [index] }
+        guard includingSubentities else { return [index] }
+        guard entity.managedObjectClass != ManagedObject.self else {
+            // Described without a subclass: the entities naming it as their superentity.
+            return entities.indices.filter { descends(entities[$0], from: entity) }
+        }
         return entityIndexes(for: entity.managedObjectClass, includingSubentities: true)
+    }
+
+    /// The superentities of `entity`, nearest first: by class for a subclass, by
+    /// ``EntityDescription/superentityName`` for an entity described without one.
+    func ancestors(of entity: EntityDescription) -> [EntityDescription] {
+        var chain: [EntityDescription] = []
+        var current = entity
+        while chain.count < entities.count, let parent = current.superentity(in: entities) {
+            chain.append(parent)
+            current = parent
+        }
+        return chain
+    }
+
+    /// Whether `entity` is `ancestor` or one of its subentities.
+    func descends(_ entity: EntityDescription, from ancestor: EntityDescription) -> Bool {
+        entity === ancestor || ancestors(of: entity).contains { $0 === ancestor }
     }
 
     /// The entities, one per line.

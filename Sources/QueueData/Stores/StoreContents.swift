@@ -42,16 +42,102 @@ public struct StoreMetadata: Sendable, Hashable {
 }
 
 extension StoreMetadata {
-    /// Whether a store of this metadata and `schema` needs the file stores' newer format
-    /// (version 2): it has relationships, applied migration steps, or renaming identifiers.
-    /// Older readers then refuse the file as newer instead of calling it damaged; other stores
-    /// keep writing version 1, byte for byte.
-    func needsNewerFormat(with schema: [EntityDescription]) -> Bool {
-        !appliedMigrationSteps.isEmpty
+    /// The file stores' format version a store of this metadata and `schema` needs: 3 when an
+    /// entity has uniqueness constraints or a superentity (the model section), 2 when it has
+    /// relationships, applied migration steps, or renaming identifiers (the migration
+    /// section), otherwise 1. Older readers then refuse the file as newer instead of calling
+    /// it damaged; other stores keep writing the older versions, byte for byte.
+    func formatVersion(with schema: [EntityDescription]) -> Int {
+        if schema.contains(where: { !$0.uniquenessConstraints.isEmpty || $0.superentity(in: schema) != nil }) {
+            return 3
+        }
+        let needsMigrationSection =
+            !appliedMigrationSteps.isEmpty
             || schema.contains { entity in
                 entity.originalName != nil || !entity.relationships.isEmpty
                     || entity.attributes.contains { $0.originalName != nil }
             }
+        return needsMigrationSection ? 2 : 1
+    }
+}
+
+extension EntityDescription {
+    /// The entity of `schema` this one inherits from: for a `ManagedObject` subclass, the
+    /// nearest superclass's entity in `schema`; otherwise the one named `superentityName`.
+    func superentity(in schema: [EntityDescription]) -> EntityDescription? {
+        if classLineage.isEmpty {
+            guard let superentityName, superentityName != name else { return nil }
+            return schema.first { $0.name == superentityName }
+        }
+        for ancestor in classLineage {
+            if let entity = schema.first(where: {
+                $0.managedObjectClass != ManagedObject.self && ObjectIdentifier($0.managedObjectClass) == ancestor
+            }) {
+                return entity
+            }
+        }
+        return nil
+    }
+
+    /// The problem with the superentities a store recorded for `schema`, if any: one names an
+    /// entity the schema lacks, or their chain is a cycle. Used by the store readers, which
+    /// refuse such a schema as damaged.
+    static func superentityProblem(in schema: [EntityDescription]) -> String? {
+        let indexes = Dictionary(schema.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var parents = [Int?](repeating: nil, count: schema.count)
+        for (index, entity) in schema.enumerated() {
+            guard let name = entity.superentityName else { continue }
+            guard name != entity.name, let parent = indexes[name] else {
+                return "the superentity '\(name)' of '\(entity.name)' is not another entity of the schema"
+            }
+            parents[index] = parent
+        }
+        var state = [UInt8](repeating: 0, count: schema.count)  // 0 unvisited, 1 on the path, 2 ends
+        for start in schema.indices where state[start] == 0 {
+            var path: [Int] = []
+            var current: Int? = start
+            while let index = current, state[index] != 2 {
+                guard state[index] == 0 else {
+                    return "the superentities of '\(schema[index].name)' form a cycle"
+                }
+                state[index] = 1
+                path.append(index)
+                current = parents[index]
+            }
+            for index in path {
+                state[index] = 2
+            }
+        }
+        return nil
+    }
+
+    /// `schema` (as a store recorded it) with the uniqueness constraints and superentities `model`
+    /// declares, or `nil` when it records them already.
+    static func recordingModel(of schema: [EntityDescription], model: ManagedObjectModel) -> [EntityDescription]? {
+        var differs = false
+        let recorded = schema.map { entity -> EntityDescription in
+            guard let declared = model.entitiesByName[entity.name],
+                !entity.recordsSameModel(as: declared, in: schema, otherSchema: model.entities)
+            else { return entity }
+            differs = true
+            // The model's constraints name the same attributes (the version hashes are equal).
+            return
+                (try? entity.recording(
+                    uniquenessConstraints: declared.uniquenessConstraints,
+                    superentityName: declared.superentity(in: model.entities)?.name)) ?? entity
+        }
+        return differs ? recorded : nil
+    }
+
+    /// Whether `other` records the same uniqueness constraints (in any order) and superentity
+    /// as this entity, each within its own schema.
+    func recordsSameModel(
+        as other: EntityDescription,
+        in schema: [EntityDescription],
+        otherSchema: [EntityDescription]
+    ) -> Bool {
+        Set(uniquenessConstraints) == Set(other.uniquenessConstraints)
+            && superentity(in: schema)?.name == other.superentity(in: otherSchema)?.name
     }
 }
 

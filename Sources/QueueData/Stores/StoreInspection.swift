@@ -65,7 +65,8 @@ public struct StoreInspection: Sendable {
 
     /// Reads and checks the store file at `url`: framing, checksums and sequence numbers of
     /// every journal record, the JSON document's grammar, then every row's values, every
-    /// relationship's references and inverses, and the primary-key counters.
+    /// relationship's references and inverses, the primary-key counters, and the uniqueness
+    /// constraints the store records.
     ///
     /// - Throws: ``StoreError/Code/io`` when the file cannot be read;
     ///   ``StoreError/Code/unsupportedFormat`` when it is neither a journal nor a JSON store.
@@ -338,6 +339,61 @@ public struct StoreInspection: Sendable {
                 }
             }
         }
+        checkUniqueness(contents, problem: problem)
         return problems
+    }
+
+    /// Reports the rows that break a uniqueness constraint the store records. A constraint binds the
+    /// entity declaring it and its subentities declaring it too, across all of them (as the
+    /// coordinator enforces it); a row with `nil` in a constrained attribute is not bound.
+    private static func checkUniqueness(_ contents: StoreContents, problem: (String, Int64, String) -> Void) {
+        let schema = contents.schema
+        /// The entity and its superentities, nearest first (a cycle cannot reach here: the
+        /// readers refuse it; the bound only guards against a custom store's schema).
+        func lineage(_ entity: EntityDescription) -> [EntityDescription] {
+            var chain = [entity]
+            while chain.count <= schema.count, let parent = chain.last!.superentity(in: schema) {
+                chain.append(parent)
+            }
+            return chain
+        }
+        var groups: [String: (root: String, names: [String], members: [EntityDescription])] = [:]
+        var order: [String] = []
+        for entity in schema {
+            for constraint in entity.uniquenessConstraints {
+                let root = lineage(entity).last { $0.uniquenessConstraints.contains(constraint) } ?? entity
+                let identifier = ([root.name] + constraint).joined(separator: "\u{0}")
+                if groups[identifier] == nil {
+                    groups[identifier] = (root.name, constraint, [])
+                    order.append(identifier)
+                }
+                groups[identifier]!.members.append(entity)
+            }
+        }
+        for identifier in order {
+            let group = groups[identifier]!
+            var holders: [[StoredValue]: (entity: String, key: Int64)] = [:]
+            for entity in group.members {
+                let columns = group.names.compactMap { entity.index(ofAttribute: $0) }
+                guard columns.count == group.names.count else { continue }
+                for row in (contents.rows[entity.name] ?? []).sorted(by: { $0.primaryKey < $1.primaryKey })
+                where row.values.count == entity.columnCount {
+                    let values = columns.map { row.values[$0] }
+                    if values.contains(.null) {
+                        continue
+                    }
+                    if let holder = holders[values] {
+                        let shared = zip(group.names, values).map { "\($0) = \($1)" }.joined(separator: ", ")
+                        problem(
+                            entity.name, row.primaryKey,
+                            "\(entity.name) row \(row.primaryKey) and \(holder.entity) row \(holder.key) share "
+                                + "\(shared), which the uniqueness constraint (\(group.names.joined(separator: ", "))) "
+                                + "of \(group.root) forbids")
+                    } else {
+                        holders[values] = (entity.name, row.primaryKey)
+                    }
+                }
+            }
+        }
     }
 }

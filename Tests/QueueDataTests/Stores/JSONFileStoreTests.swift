@@ -21,7 +21,12 @@ struct JSONFileStoreTests {
         let bytes = try makeDocument(directory)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
         #expect(object["format"] as? String == "QueueData.JSONFileStore")
-        #expect(object["version"] as? Int == 1)
+        // Version 3: the test model has a subentity (Bicycle of Vehicle), recorded in the schema.
+        #expect(object["version"] as? Int == 3)
+        let schema = try #require(object["schema"] as? [[String: Any]])
+        let bicycle = try #require(schema.first { $0["name"] as? String == "Bicycle" })
+        #expect(bicycle["superentity"] as? String == "Vehicle")
+        #expect(schema.first { $0["name"] as? String == "Vehicle" }?["superentity"] == nil)
         let metadata = try #require(object["metadata"] as? [String: Any])
         #expect(metadata["versionHash"] as? String == testModel.versionHash)
         #expect((metadata["nextPrimaryKeys"] as? [String: Int])?["Destination"] == 4)
@@ -152,7 +157,7 @@ struct JSONFileStoreTests {
         let text: String
         switch content {
         case "TRUNCATE": text = String(valid.prefix(valid.count / 2))
-        case "FUTURE": text = valid.replacingOccurrences(of: #""version": 1"#, with: #""version": 3"#)
+        case "FUTURE": text = valid.replacingOccurrences(of: #""version": 3"#, with: #""version": 4"#)
         case "WRONGTYPE": text = valid.replacingOccurrences(of: #""rating": 0"#, with: #""rating": "zero""#)
         default: text = content
         }

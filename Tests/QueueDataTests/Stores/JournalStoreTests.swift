@@ -121,7 +121,7 @@ struct JournalStoreTests {
         let valid = try makeJournal(directory)
         // A file of a newer format has a valid header checksum: a flipped version bit does not.
         var newerHeader = try valid.withUnsafeBytes { try JournalFormat.decodeHeader($0) }
-        newerHeader.majorVersion = 3
+        newerHeader.majorVersion = JournalFormat.majorVersion + 1
         let newer = newerHeader.encoded() + valid[JournalFormat.headerSize...]
         var damaged = valid
         damaged[20] ^= 0xFF  // inside the store identifier: only the header checksum notices

@@ -219,10 +219,26 @@ enum JSONDocumentReader {
             var originalName: String?
             var attributes: [AttributeDescription] = []
             var relationships: [RelationshipDescription] = []
+            var superentityName: String?
+            var constraints: [[String]] = []
             try scanner.forEachMember { scanner, key in
                 switch key {
                 case "name": name = try scanner.string()
                 case "originalName": originalName = try scanner.string()
+                case "superentity": superentityName = try scanner.string()
+                case "uniquenessConstraints":
+                    try scanner.forEachElement { scanner in
+                        scanner.skipWhitespace()
+                        let position = scanner.position
+                        var constraint: [String] = []
+                        try scanner.forEachElement { scanner in
+                            constraint.append(try scanner.string())
+                        }
+                        guard !constraint.isEmpty else {
+                            throw scanner.failure("a uniqueness constraint names no attribute", at: position)
+                        }
+                        constraints.append(constraint)
+                    }
                 case "attributes":
                     try scanner.forEachElement { scanner in
                         attributes.append(try readAttribute(&scanner))
@@ -241,10 +257,15 @@ enum JSONDocumentReader {
             do {
                 entities.append(
                     try EntityDescription(
-                        name: name, attributes: attributes, relationships: relationships, originalName: originalName))
+                        name: name, attributes: attributes, relationships: relationships,
+                        uniquenessConstraints: constraints, superentityName: superentityName,
+                        originalName: originalName))
             } catch {
                 throw scanner.failure("invalid entity '\(name)': \(error)", at: start)
             }
+        }
+        if let problem = EntityDescription.superentityProblem(in: entities) {
+            throw scanner.failure(problem)
         }
         return entities
     }

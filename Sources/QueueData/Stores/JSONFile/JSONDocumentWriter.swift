@@ -5,9 +5,10 @@ import Foundation
 struct JSONDocumentWriter {
     static let formatName = "QueueData.JSONFileStore"
     /// The newest version this version reads and writes. Version 2 added the migration records
-    /// (`appliedMigrationSteps`, `originalName`); a document without any is written as
-    /// version 1, byte for byte what version 1 wrote.
-    static let formatVersion = 2
+    /// (`appliedMigrationSteps`, `originalName`), version 3 the model records (`superentity`,
+    /// `uniquenessConstraints`); a document that needs neither is written as version 1, byte
+    /// for byte what version 1 wrote.
+    static let formatVersion = 3
 
     private(set) var bytes: [UInt8] = []
 
@@ -24,7 +25,7 @@ struct JSONDocumentWriter {
         writer.raw("{\n  \"format\": ")
         writer.string(formatName)
         writer.raw(",\n  \"version\": ")
-        writer.integer(metadata.needsNewerFormat(with: schema) ? 2 : 1)
+        writer.integer(Int64(metadata.formatVersion(with: schema)))
         writer.raw(",\n  \"metadata\": {\n    \"storeIdentifier\": ")
         writer.string(metadata.storeIdentifier.uuidString)
         writer.raw(",\n    \"versionHash\": ")
@@ -52,6 +53,10 @@ struct JSONDocumentWriter {
             if let originalName = entity.originalName {
                 writer.raw(", \"originalName\": ")
                 writer.string(originalName)
+            }
+            if let superentity = entity.superentity(in: schema) {
+                writer.raw(", \"superentity\": ")
+                writer.string(superentity.name)
             }
             writer.raw(", \"attributes\": [")
             for (attributeIndex, attribute) in entity.attributes.enumerated() {
@@ -107,6 +112,18 @@ struct JSONDocumentWriter {
                     writer.raw("}")
                 }
                 writer.raw("\n    ]")
+            }
+            if !entity.uniquenessConstraints.isEmpty {
+                writer.raw(", \"uniquenessConstraints\": [")
+                for (index, constraint) in entity.uniquenessConstraints.enumerated() {
+                    writer.raw(index == 0 ? "[" : ", [")
+                    for (nameIndex, name) in constraint.enumerated() {
+                        writer.raw(nameIndex == 0 ? "" : ", ")
+                        writer.string(name)
+                    }
+                    writer.raw("]")
+                }
+                writer.raw("]")
             }
             writer.raw("}")
         }

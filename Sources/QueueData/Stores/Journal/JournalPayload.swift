@@ -23,7 +23,8 @@ enum JournalPayload {
         forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
     ) -> [UInt8] {
         var writer = BinaryWriter(capacity: 256)
-        let newer = needsNewerFormat(metadata: metadata, schema: schema)
+        let version = formatVersion(metadata: metadata, schema: schema)
+        let newer = version >= 2
         writer.writeUUID(metadata.storeIdentifier)
         writer.writeString(metadata.versionHash)
         writer.writeVarint(UInt64(schema.count))
@@ -83,14 +84,34 @@ enum JournalPayload {
                 writer.writeString(renaming.originalName)
             }
         }
+        // Format 3: the model section (superentities, uniqueness constraints by attribute index).
+        if version >= 3 {
+            let recorded = schema.enumerated().filter { _, entity in
+                !entity.uniquenessColumns.isEmpty || entity.superentity(in: schema) != nil
+            }
+            writer.writeVarint(UInt64(recorded.count))
+            for (entityIndex, entity) in recorded {
+                writer.writeVarint(UInt64(entityIndex))
+                writer.writeOptionalString(entity.superentity(in: schema)?.name)
+                writer.writeVarint(UInt64(entity.uniquenessColumns.count))
+                for columns in entity.uniquenessColumns {
+                    writer.writeVarint(UInt64(columns.count))
+                    for column in columns {
+                        writer.writeVarint(UInt64(column))
+                    }
+                }
+            }
+        }
         return writer.bytes
     }
 
-    /// Whether a snapshot needs format 2 (relationships, applied migration steps or renaming
-    /// identifiers): a file with one has major version 2, so that readers of format 1 refuse
-    /// it as newer instead of calling it damaged. Other snapshots stay byte for byte format 1.
-    static func needsNewerFormat(metadata: StoreMetadata, schema: [EntityDescription]) -> Bool {
-        metadata.needsNewerFormat(with: schema)
+    /// The major version a snapshot needs: 2 for relationships, applied migration steps or
+    /// renaming identifiers (the migration section), 3 for superentities or uniqueness
+    /// constraints (the model section). A file with one has that major version, so that older
+    /// readers refuse it as newer instead of calling it damaged. Other snapshots stay byte for
+    /// byte format 1.
+    static func formatVersion(metadata: StoreMetadata, schema: [EntityDescription]) -> UInt16 {
+        UInt16(metadata.formatVersion(with: schema))
     }
 
     /// The renaming identifiers of a schema: entity (with `attributeIndex` nil) and column
@@ -185,6 +206,9 @@ enum JournalPayload {
             if !reader.isAtEnd {
                 schema = try readOriginalNames(&reader, into: schema)
             }
+            if major >= 3 && !reader.isAtEnd {
+                schema = try readModelSection(&reader, into: schema)
+            }
         }
         guard reader.isAtEnd else {
             throw reader.error("the snapshot has \(reader.remaining) unexpected trailing bytes")
@@ -244,6 +268,54 @@ enum JournalPayload {
             return try entity.renamed(
                 originalName: entityNames[index], columnOriginalNames: attributeNames[index] ?? [:])
         }
+    }
+
+    /// Reads the model section (superentities and uniqueness constraints) and returns `schema`
+    /// with them.
+    private static func readModelSection(
+        _ reader: inout BinaryReader,
+        into schema: [EntityDescription]
+    ) throws -> [EntityDescription] {
+        var schema = schema
+        let count = try reader.readCount(minimumElementSize: 3, "model section entry")
+        var seen = Set<Int>()
+        for _ in 0..<count {
+            let entityIndex = try reader.readVarint()
+            guard entityIndex < UInt64(schema.count), seen.insert(Int(entityIndex)).inserted else {
+                throw reader.error("the model section names entity \(entityIndex) of \(schema.count), or twice")
+            }
+            let entity = schema[Int(entityIndex)]
+            let superentityName = try reader.readOptionalString()
+            let constraintCount = try reader.readCount(minimumElementSize: 2, "uniqueness constraint")
+            var constraints: [[String]] = []
+            for _ in 0..<constraintCount {
+                let columnCount = try reader.readCount(minimumElementSize: 1, "constrained attribute")
+                guard columnCount > 0 else {
+                    throw reader.error("a uniqueness constraint of '\(entity.name)' names no attribute")
+                }
+                var names: [String] = []
+                for _ in 0..<columnCount {
+                    let column = try reader.readVarint()
+                    guard column < UInt64(entity.attributes.count) else {
+                        throw reader.error(
+                            "a uniqueness constraint of '\(entity.name)' names attribute \(column) of "
+                                + "\(entity.attributes.count)")
+                    }
+                    names.append(entity.attributes[Int(column)].name)
+                }
+                constraints.append(names)
+            }
+            do {
+                schema[Int(entityIndex)] = try entity.recording(
+                    uniquenessConstraints: constraints, superentityName: superentityName)
+            } catch {
+                throw reader.error("invalid model section of '\(entity.name)': \(error)")
+            }
+        }
+        if let problem = EntityDescription.superentityProblem(in: schema) {
+            throw reader.error(problem)
+        }
+        return schema
     }
 
     private static func readValues(_ reader: inout BinaryReader, count: Int) throws -> [StoredValue] {

@@ -68,6 +68,10 @@ public final class JournalStore: PersistentStore {
     private var snapshotRows = 0
     private var insertBytesSinceSnapshot = 0
     private var insertedRowsSinceSnapshot = 0
+    /// Whether the snapshot records other uniqueness constraints or superentities than the
+    /// model declares: the next append compacts inline, writing a snapshot that records the
+    /// model's.
+    private var recordsOtherModel = false
     /// The automatic compaction whose snapshot is being written, if any.
     private var compaction: JournalCompaction?
     /// Whether automatic compactions write their snapshot off the saving path (tests that count
@@ -202,11 +206,18 @@ public final class JournalStore: PersistentStore {
         snapshotRows = parsed.snapshotRows
         insertBytesSinceSnapshot = 0
         insertedRowsSinceSnapshot = 0
+        recordsOtherModel = false
 
         if parsed.snapshot.metadata.versionHash == model.versionHash {
             if let tornOffset = parsed.tornOffset {
                 try moveTornTailAside(bytes, from: tornOffset)
             }
+            // The model may declare other uniqueness constraints or superentities than the
+            // snapshot records (they are not part of the version hash): the first save writes a
+            // new snapshot recording the model's, so the file describes itself truly once rows
+            // change under them. (Opening writes nothing: the coordinator may still refuse the
+            // rows under the model's constraints.)
+            recordsOtherModel = EntityDescription.recordingModel(of: parsed.snapshot.schema, model: model) != nil
             let descriptor: Int32
             do {
                 descriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
@@ -260,6 +271,7 @@ public final class JournalStore: PersistentStore {
             }
             if let found {
                 error.offset = Int64(found)
+                error.message += (error.message.hasSuffix(".") ? "" : ".")
                 error.message += " The row was last written by the record at offset \(found)."
             }
         }
@@ -536,8 +548,8 @@ public final class JournalStore: PersistentStore {
             self.compaction = nil
             return try finish(compaction)
         }
-        guard shouldCompact(resultingState) else { return false }
-        if compactsInBackground {
+        guard recordsOtherModel || shouldCompact(resultingState) else { return false }
+        if compactsInBackground && !recordsOtherModel {
             // The snapshot (of the rows after this record) is written off the saving path; a
             // later append finishes the compaction.
             let compaction = JournalCompaction(sequence: nextSequence, state: resultingState)
@@ -736,6 +748,7 @@ public final class JournalStore: PersistentStore {
         insertBytesSinceSnapshot = compaction.tailInsertBytes
         insertedRowsSinceSnapshot = compaction.tailInsertedRows
         lastCompactionError = nil
+        recordsOtherModel = false
         return true
     }
 
@@ -775,7 +788,7 @@ public final class JournalStore: PersistentStore {
     }
 
     /// A journal file of one snapshot record with `sequence`, in a header with a new epoch:
-    /// major version 2 if the snapshot has a migration section, otherwise 1.
+    /// the major version its snapshot needs (see ``JournalPayload/formatVersion(metadata:schema:)``).
     static func snapshotFile(
         metadata: StoreMetadata,
         schema: [EntityDescription],
@@ -785,9 +798,7 @@ public final class JournalStore: PersistentStore {
     ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
         var header = JournalFormat.Header(
             storeIdentifier: metadata.storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: sequence)
-        if JournalPayload.needsNewerFormat(metadata: metadata, schema: schema) {
-            header.majorVersion = 2
-        }
+        header.majorVersion = JournalPayload.formatVersion(metadata: metadata, schema: schema)
         let payload = JournalPayload.encodeSnapshot(
             metadata: metadata, schema: schema, rowCount: rowCount, forEachRow: forEachRow)
         let bytes =
@@ -812,6 +823,7 @@ public final class JournalStore: PersistentStore {
         snapshotRows = state.entities.indices.reduce(0) { $0 + state.rowCount(ofEntityAt: $1) }
         insertBytesSinceSnapshot = 0
         insertedRowsSinceSnapshot = 0
+        recordsOtherModel = false
     }
 
     // MARK: Migrating
