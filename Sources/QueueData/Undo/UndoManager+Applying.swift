@@ -82,6 +82,14 @@ extension UndoManager {
             case .insertion(let object):
                 if context.removeForUndo(object) {
                     applied.append(.deletion(object))
+                } else if object._state.contains(.detached), let removal = removedBy[ObjectIdentifier(object)],
+                    let creation = insertedBy[ObjectIdentifier(object)], removal < creation
+                {
+                    // Gone already through a deletion a group older than its creation holds (a
+                    // save's delete rules reached it, and join the group of the deletion they
+                    // follow from): the object did not exist before that group, so undoing it
+                    // must not bring the object back.
+                    forgetRemoval(of: object, inGroup: removal)
                 }
             case .deletion(let object):
                 if context.canBringBack(object) {
@@ -234,7 +242,7 @@ extension UndoManager {
         lost: inout [LostReference]
     ) -> Set<ObjectID> {
         var elsewhere = Set<ObjectID>()
-        for id in missing {
+        for id in missing where !undoneInsertions.contains(id) {
             if let gone = removedObjects[id], gone._state.contains(.deletedBySave), gone._state.contains(.detached) {
                 lost.append(LostReference(object: object, slot: slot, intended: intended, deleted: gone))
             } else {
@@ -294,6 +302,27 @@ extension UndoManager {
             }
             appendToRemovalGroup(of: deleted, entries)
         }
+    }
+
+    /// Takes out of the group `groupID` (on either stack) the removal of `object`, whose
+    /// insertion was undone, and the changes recorded for it there; references to it are left
+    /// out from then on, as to an object that never was.
+    private func forgetRemoval(of object: ManagedObject, inGroup groupID: Int) {
+        func forget(in group: inout UndoGroup) {
+            group.entries.removeAll { entry in
+                switch entry {
+                case .deletion(let removed), .insertion(let removed): return removed === object
+                case .values(let change): return change.object === object
+                }
+            }
+        }
+        if let index = undoStack.lastIndex(where: { $0.id == groupID }) {
+            forget(in: &undoStack[index])
+        } else if let index = redoStack.lastIndex(where: { $0.id == groupID }) {
+            forget(in: &redoStack[index])
+        }
+        removedBy[ObjectIdentifier(object)] = nil
+        undoneInsertions.insert(object._objectID)
     }
 
     /// Appends `entries` to the group of the latest removal of `object`, if it is still on a

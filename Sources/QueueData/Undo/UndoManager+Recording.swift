@@ -41,6 +41,8 @@ extension UndoManager {
         openGroup = makeGroup()
         removedBy.removeAll()
         removedObjects.removeAll()
+        undoneInsertions.removeAll()
+        insertedBy.removeAll()
         preImages.removeAll()
         preImaged.removeAll()
         permanentKeys.removeAll()
@@ -155,9 +157,16 @@ extension UndoManager {
 
     /// Appends `entry` to `group`, noting the group of an object's latest removal.
     func append(_ entry: UndoEntry, to group: inout UndoGroup) {
-        if case .deletion(let object) = entry {
+        switch entry {
+        case .deletion(let object):
             removedBy[ObjectIdentifier(object)] = group.id
             removedObjects[object._objectID] = object
+        case .insertion(let object):
+            if insertedBy[ObjectIdentifier(object)] == nil {
+                insertedBy[ObjectIdentifier(object)] = group.id
+            }
+        case .values:
+            break
         }
         group.entries.append(entry)
     }

@@ -66,6 +66,13 @@ public final class UndoManager {
     /// from the store is this context's own saved deletion when it names one of these (left
     /// with `deletedBySave`), and another context's otherwise.
     var removedObjects: [ObjectID: ManagedObject] = [:]
+    /// The objects an undo took out of existence after a save's delete rules had removed them
+    /// already: a reference to one is dropped silently (it is neither this context's saved
+    /// deletion nor another context's).
+    var undoneInsertions: Set<ObjectID> = []
+    /// For each object inserted while recording: the group that recorded its insertion first
+    /// (its creation).
+    var insertedBy: [ObjectIdentifier: Int] = [:]
     /// Levels opened by blocks of the `perform` family, and by ``beginUndoGrouping()``.
     var eventLevel = 0
     var explicitLevel = 0

@@ -48,6 +48,49 @@ struct UndoAcrossSavesTests {
     }
 
     @Test(
+        "an object created after a deletion whose save's cascade removed it does not come back with that deletion's undo",
+        arguments: LifecycleStore.allCases)
+    func undoDeletionDoesNotBringBackLaterObject(_ store: LifecycleStore) throws {
+        // Seed 7, round 65: album a2 (with sketch s1) is deleted; a layer is then created in s1;
+        // a save cascades album → sketch → layer. Undoing the layer's creation finds it gone, and
+        // undoing the album's deletion (which the cascade joined) must not resurrect it.
+        let directory = TemporaryDirectory("undo-later-cascaded-\(store)")
+        let manager = undoModelManager(store, directory)
+        let context = try makeContext(manager, "undo")
+        try context.performAndWait {
+            let album = context.insert(Album.self)
+            album.uid = "a2"
+            let sketch = context.insert(Sketch.self)
+            sketch.uid = "s1"
+            sketch.album = album
+            try context.save()
+            context.undoManager = UndoManager()
+        }
+        let before = try UndoRandomTests.storedSignature(manager)
+        context.performAndWait {
+            context.delete(context.registeredObjects.first { UndoRandomTests.uid($0) == "a2" }!)
+        }
+        context.performAndWait {
+            let layer = context.insert(Layer.self)
+            layer.uid = "l6"
+            layer.sketch = context.registeredObjects.first { UndoRandomTests.uid($0) == "s1" } as? Sketch
+        }
+        try context.performAndWait { try context.save() }
+        #expect(try UndoRandomTests.storedSignature(manager).isEmpty)
+        try context.performAndWait {
+            let creation = context.undo()
+            #expect(creation.didApply && creation.deletedObjectIDs.isEmpty)
+            let deletion = context.undo()
+            #expect(deletion.didApply && deletion.deletedObjectIDs.isEmpty)
+            #expect(!context.registeredObjects.contains { UndoRandomTests.uid($0) == "l6" })
+            try context.save()
+        }
+        UndoRandomTests.expectEqual(
+            try UndoRandomTests.storedSignature(manager), before, "the album and sketch are back, without the layer")
+        manager.close()
+    }
+
+    @Test(
         "undoing a saved deletion sets back a to-one it changed to an object inserted in the same save",
         arguments: LifecycleStore.allCases)
     func undoSavedDeletionOfRelinkedObject(_ store: LifecycleStore) throws {

@@ -18,6 +18,8 @@ import Testing
 struct UndoRandomTests {
     static let rounds = ProcessInfo.processInfo.environment["QUEUEDATA_UNDO_ROUNDS"].flatMap(Int.init) ?? 16
     static let seed = ProcessInfo.processInfo.environment["QUEUEDATA_UNDO_SEED"].flatMap(UInt64.init) ?? 7
+    /// `QUEUEDATA_UNDO_ROUND`: run only this round (to study a failure).
+    static let onlyRound = ProcessInfo.processInfo.environment["QUEUEDATA_UNDO_ROUND"].flatMap(Int.init)
 
     @Test(
         "every undo and redo gives back the graph's snapshot at that point; undoing all and saving stores the start",
@@ -28,7 +30,7 @@ struct UndoRandomTests {
 
     static func runRounds(_ store: LifecycleStore, savesBetween: Bool) throws {
         let rounds = Self.rounds / (store == .memory ? 1 : 2)
-        for round in 0..<max(rounds, 1) {
+        for round in 0..<max(rounds, 1) where onlyRound == nil || onlyRound == round {
             var random = SeededGenerator(
                 seed: Self.seed &* 1_000 &+ UInt64(round) &* 7 &+ (savesBetween ? 3 : 0)
                     &+ UInt64(LifecycleStore.allCases.firstIndex(of: store)!))
@@ -67,83 +69,101 @@ struct UndoRandomTests {
                     compare("an edit recording nothing")
                 }
             }
-            for _ in 0..<Int.random(in: 20...40, using: &random) {
-                let before = context.performAndWait { context.undoManager!.undoStack.count }
-                switch random.next() % 20 {
-                case 0..<9:
-                    log.append("edit")
-                    try context.performAndWait {
-                        for _ in 0..<Int.random(in: 1...3, using: &random) {
-                            Self.randomStep(context, &random, &counter)
+            do {
+                for _ in 0..<Int.random(in: 20...40, using: &random) {
+                    let before = context.performAndWait { context.undoManager!.undoStack.count }
+                    switch random.next() % 20 {
+                    case 0..<9:
+                        let steps = try context.performAndWait {
+                            var steps: [String] = []
+                            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                                steps.append(Self.randomStep(context, &random, &counter))
+                            }
+                            if savesBetween, random.next() % 3 == 0 {
+                                try context.save()
+                                steps.append("saved")
+                            }
+                            return steps
                         }
-                        if savesBetween, random.next() % 3 == 0 {
-                            try context.save()
+                        log.append("edit(\(steps.joined(separator: ",")))")
+                        recorded(before)
+                    case 9:
+                        // One group spanning two blocks.
+                        let first = context.performAndWait {
+                            context.undoManager!.beginUndoGrouping()
+                            return Self.randomStep(context, &random, &counter)
                         }
-                    }
-                    recorded(before)
-                case 9:
-                    // One group spanning two blocks.
-                    log.append("group")
-                    context.performAndWait {
-                        context.undoManager!.beginUndoGrouping()
-                        Self.randomStep(context, &random, &counter)
-                    }
-                    context.performAndWait {
-                        Self.randomStep(context, &random, &counter)
-                        context.undoManager!.endUndoGrouping()
-                    }
-                    recorded(before)
-                case 10..<15:
-                    log.append("undo")
-                    try context.performAndWait {
-                        #expect(context.undoManager!.canUndo == (position > 0))
-                        let outcome = context.undo()
-                        #expect(outcome.didApply == (position > 0) && outcome.deletedObjectIDs.isEmpty)
-                        if savesBetween, random.next() % 2 == 0 {
-                            try context.save()
+                        let second = context.performAndWait {
+                            defer { context.undoManager!.endUndoGrouping() }
+                            return Self.randomStep(context, &random, &counter)
                         }
-                    }
-                    position = max(position - 1, 0)
-                    compare("undo")
-                case 15..<18:
-                    log.append("redo")
-                    try context.performAndWait {
-                        #expect(context.undoManager!.canRedo == (position < states.count - 1))
-                        let outcome = context.redo()
-                        #expect(outcome.didApply == (position < states.count - 1) && outcome.deletedObjectIDs.isEmpty)
-                        if savesBetween, random.next() % 2 == 0 {
-                            try context.save()
+                        log.append("group(\(first),\(second))")
+                        recorded(before)
+                    case 10..<15:
+                        log.append("undo")
+                        let saved = try context.performAndWait {
+                            #expect(context.undoManager!.canUndo == (position > 0))
+                            let outcome = context.undo()
+                            #expect(outcome.didApply == (position > 0) && outcome.deletedObjectIDs.isEmpty)
+                            if savesBetween, random.next() % 2 == 0 {
+                                try context.save()
+                                return true
+                            }
+                            return false
                         }
+                        if saved {
+                            log.append("saved")
+                        }
+                        position = max(position - 1, 0)
+                        compare("undo")
+                    case 15..<18:
+                        log.append("redo")
+                        let saved = try context.performAndWait {
+                            #expect(context.undoManager!.canRedo == (position < states.count - 1))
+                            let outcome = context.redo()
+                            #expect(
+                                outcome.didApply == (position < states.count - 1) && outcome.deletedObjectIDs.isEmpty)
+                            if savesBetween, random.next() % 2 == 0 {
+                                try context.save()
+                                return true
+                            }
+                            return false
+                        }
+                        if saved {
+                            log.append("saved")
+                        }
+                        position = min(position + 1, states.count - 1)
+                        compare("redo")
+                    default:
+                        guard savesBetween else { continue }
+                        // A save of its own: not undoable, and what its delete rules change is
+                        // undone with the deletion (the projected snapshots already left it out).
+                        log.append("save")
+                        try context.performAndWait { try context.save() }
+                        compare("save")
+                        Self.expectEqual(
+                            try Self.storedSignature(manager), Self.withoutTransients(states[position]),
+                            "stored, round \(round), after \(log.joined(separator: " "))")
                     }
-                    position = min(position + 1, states.count - 1)
-                    compare("redo")
-                default:
-                    guard savesBetween else { continue }
-                    // A save of its own: not undoable, and what its delete rules change is
-                    // undone with the deletion (the projected snapshots already left it out).
-                    log.append("save")
-                    try context.performAndWait { try context.save() }
-                    compare("save")
-                    Self.expectEqual(
-                        try Self.storedSignature(manager), Self.withoutTransients(states[position]),
-                        "stored, round \(round), after \(log.joined(separator: " "))")
                 }
+                // Undo everything: the start, with nothing left to save (or, after saves, a change
+                // that stores the start again).
+                try context.performAndWait {
+                    while context.undoManager!.canUndo {
+                        context.undo()
+                    }
+                    if !savesBetween {
+                        #expect(!context.hasChanges, "nothing left to save (round \(round))")
+                    }
+                    try context.save()
+                }
+                position = 0
+                compare("undoing everything")
+                Self.expectEqual(
+                    try Self.storedSignature(manager), stored, "stored after undoing everything (round \(round))")
+            } catch {
+                Issue.record("round \(round), after \(log.joined(separator: " ")): \(error)")
             }
-            // Undo everything: the start, with nothing left to save (or, after saves, a change
-            // that stores the start again).
-            try context.performAndWait {
-                while context.undoManager!.canUndo {
-                    context.undo()
-                }
-                if !savesBetween {
-                    #expect(!context.hasChanges, "nothing left to save (round \(round))")
-                }
-                try context.save()
-            }
-            position = 0
-            compare("undoing everything")
-            Self.expectEqual(
-                try Self.storedSignature(manager), stored, "stored after undoing everything (round \(round))")
             manager.close()
         }
     }
@@ -151,7 +171,14 @@ struct UndoRandomTests {
     // MARK: Edits
 
     /// One random edit: an insert, a deletion, an attribute or a relationship change.
-    static func randomStep(_ context: ManagedObjectContext, _ random: inout SeededGenerator, _ counter: inout Int) {
+    ///
+    /// - Returns: What it did, for failure messages.
+    @discardableResult
+    static func randomStep(
+        _ context: ManagedObjectContext,
+        _ random: inout SeededGenerator,
+        _ counter: inout Int
+    ) -> String {
         func live<Object: ManagedObject>(_ type: Object.Type) -> [Object] {
             context.registeredObjects.compactMap { $0 as? Object }.filter { !$0.isDeleted }
                 .sorted { Self.uid($0) < Self.uid($1) }
@@ -169,33 +196,41 @@ struct UndoRandomTests {
             let album = context.insert(Album.self)
             album.uid = newUID("a")
             album.name = "album \(random.next() % 100)"
+            return "+\(album.uid)"
         case 1:
             let sketch = context.insert(Sketch.self)
             sketch.uid = newUID("s")
             sketch.title = "sketch \(random.next() % 100)"
             sketch.strokes = Int(random.next() % 50)
             sketch.album = albums.randomElement(using: &random)
+            return "+\(sketch.uid)(album \(sketch.album.map(uid) ?? "-"))"
         case 2:
             let layer = context.insert(Layer.self)
             layer.uid = newUID("l")
             layer.depth = Int(random.next() % 10)
             layer.sketch = sketches.randomElement(using: &random)
+            return "+\(layer.uid)(sketch \(layer.sketch.map(uid) ?? "-"))"
         case 3:
             let label = context.insert(Mark.self)
             label.uid = newUID("t")
             label.text = "label \(random.next() % 100)"
+            return "+\(label.uid)"
         case 4:
-            guard let sketch = sketches.randomElement(using: &random) else { return }
+            guard let sketch = sketches.randomElement(using: &random) else { return "-" }
             sketch.title = "retitled \(random.next() % 100)"
             sketch.strokes += Int(random.next() % 5)
             sketch.finished = random.next() % 2 == 0 ? nil : Date(timeIntervalSince1970: Double(random.next() % 1_000))
+            return "\(sketch.uid).values"
         case 5:
-            sketches.randomElement(using: &random)?.isSelected.toggle()
+            guard let sketch = sketches.randomElement(using: &random) else { return "-" }
+            sketch.isSelected.toggle()
+            return "\(sketch.uid).isSelected"
         case 6:
-            guard let sketch = sketches.randomElement(using: &random) else { return }
+            guard let sketch = sketches.randomElement(using: &random) else { return "-" }
             sketch.album = random.next() % 4 == 0 ? nil : albums.randomElement(using: &random)
+            return "\(sketch.uid).album=\(sketch.album.map(uid) ?? "-")"
         case 7:
-            guard let sketch = sketches.randomElement(using: &random) else { return }
+            guard let sketch = sketches.randomElement(using: &random) else { return "-" }
             var order = sketch.layers
             switch random.next() % 3 {
             case 0: order.shuffle(using: &random)
@@ -203,26 +238,33 @@ struct UndoRandomTests {
             default: if let layer = layers.randomElement(using: &random) { order.append(layer) }
             }
             sketch.layers = order
+            return "\(sketch.uid).layers=\(order.map(uid))"
         case 8:
             guard let sketch = sketches.randomElement(using: &random), let label = labels.randomElement(using: &random)
-            else { return }
+            else { return "-" }
             if sketch.labels.contains(label) {
                 sketch.labels.remove(label)
             } else {
                 sketch.labels.insert(label)
             }
+            return "\(sketch.uid).labels±\(label.uid)"
         case 9:
-            guard let layer = layers.randomElement(using: &random) else { return }
+            guard let layer = layers.randomElement(using: &random) else { return "-" }
             layer.sketch = random.next() % 4 == 0 ? nil : sketches.randomElement(using: &random)
+            return "\(layer.uid).sketch=\(layer.sketch.map(uid) ?? "-")"
         case 10, 11:
             let all: [ManagedObject] = albums + sketches + layers + labels
-            guard let victim = all.randomElement(using: &random) else { return }
+            guard let victim = all.randomElement(using: &random) else { return "-" }
             context.delete(victim)
+            return "×\(uid(victim))"
         case 12:
-            albums.randomElement(using: &random)?.name = "renamed \(random.next() % 100)"
+            guard let album = albums.randomElement(using: &random) else { return "-" }
+            album.name = "renamed \(random.next() % 100)"
+            return "\(album.uid).name"
         default:
-            guard let label = labels.randomElement(using: &random) else { return }
+            guard let label = labels.randomElement(using: &random) else { return "-" }
             label.sketches = Set(sketches.filter { _ in random.next() % 3 == 0 })
+            return "\(label.uid).sketches=\(label.sketches.map(uid).sorted())"
         }
     }
 
