@@ -84,7 +84,9 @@ enum ExportCommand {
         let fields = ExportField.fields(of: entity, includesObjectID: !parsed.flags.contains("--no-object-id"))
         var builders: [ExportRecordBuilder] = []
         var rows: [ExportedRow] = []
-        for member in contents.schema where member === entity || descends(member, from: entity, in: contents.schema) {
+        let members =
+            [entity] + contents.schema.filter { $0 !== entity && descends($0, from: entity, in: contents.schema) }
+        for member in members {
             let builder = builders.count
             builders.append(
                 ExportRecordBuilder(entity: member, fields: fields, storeIdentifier: contents.metadata.storeIdentifier))

@@ -78,6 +78,11 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 byClass[ObjectIdentifier(entity.managedObjectClass)] = index
             }
         }
+        if let problem = EntityDescription.superentityProblem(in: entities) {
+            throw ModelError(
+                .unsupportedDeclaration, "The model's superentities do not hold together: \(problem).",
+                entityName: entities.first?.name ?? "")
+        }
         try Self.validateRelationships(of: entities, byName: byName)
         self.relationshipLinks = entities.map { entity in
             entity.relationships.map { relationship in

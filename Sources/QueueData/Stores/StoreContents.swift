@@ -79,14 +79,15 @@ extension EntityDescription {
         return nil
     }
 
-    /// The problem with the superentities a store recorded for `schema`, if any: one names an
-    /// entity the schema lacks, or their chain is a cycle. Used by the store readers, which
-    /// refuse such a schema as damaged.
+    /// The problem with the superentities of `schema`'s entities described without a subclass,
+    /// if any: one names an entity the schema lacks, or their chain is a cycle. The store
+    /// readers refuse such a schema as damaged, and a model as invalid.
     static func superentityProblem(in schema: [EntityDescription]) -> String? {
         let indexes = Dictionary(schema.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         var parents = [Int?](repeating: nil, count: schema.count)
         for (index, entity) in schema.enumerated() {
-            guard let name = entity.superentityName else { continue }
+            // A subclass's superentity is its superclass's entity, if the schema has one.
+            guard entity.classLineage.isEmpty, let name = entity.superentityName else { continue }
             guard name != entity.name, let parent = indexes[name] else {
                 return "the superentity '\(name)' of '\(entity.name)' is not another entity of the schema"
             }

@@ -268,24 +268,47 @@ struct StoredModelTests {
 
         // A journal whose snapshot records a cycle of superentities.
         let journalDirectory = TemporaryDirectory("stored-model-hostile-journal")
-        let cyclic = try ManagedObjectModel(entities: [
-            EntityDescription(
-                name: "A", attributes: [AttributeDescription(name: "x", type: .integer64)], uniquenessConstraints: [],
-                superentityName: "B"),
-            EntityDescription(
-                name: "B", attributes: [AttributeDescription(name: "x", type: .integer64)], uniquenessConstraints: [],
-                superentityName: "A"),
+        // (A model refuses such a hierarchy: the cycle is written from bare descriptions, with
+        // the version hash of the same entities without superentities, which the hash leaves out.)
+        let x = AttributeDescription(name: "x", type: .integer64)
+        let cyclic = [
+            try EntityDescription(name: "A", attributes: [x], uniquenessConstraints: [], superentityName: "B"),
+            try EntityDescription(name: "B", attributes: [x], uniquenessConstraints: [], superentityName: "A"),
+        ]
+        let plain = try ManagedObjectModel(entities: [
+            EntityDescription(name: "A", attributes: [x]), EntityDescription(name: "B", attributes: [x]),
         ])
         let bytes = JournalStore.snapshotFileBytes(
             StoreContents(
-                metadata: StoreMetadata(storeIdentifier: UUID(), versionHash: cyclic.versionHash),
-                schema: cyclic.entities, rows: [:]))
+                metadata: StoreMetadata(storeIdentifier: UUID(), versionHash: plain.versionHash),
+                schema: cyclic, rows: [:]))
         try journalDirectory.write(bytes, to: "Store.journal")
-        let journal = journalManager(journalDirectory, model: cyclic, migrates: false)
+        let journal = journalManager(journalDirectory, model: plain, migrates: false)
         #expect(throws: StoreError.self) { try journal.loadPersistentStore() }
         journal.close()
         #expect(try journalDirectory.bytes(of: "Store.journal") == bytes)
         let inspection = try StoreInspection.inspect(journalDirectory.file("Store.journal"))
         #expect(inspection.problems.contains { $0.message.contains("form a cycle") }, "\(inspection.problems)")
+    }
+}
+
+@Suite("Superentities in a model")
+struct SuperentityModelTests {
+    @Test("a model whose superentities loop or name a missing entity is refused, not written")
+    func invalidHierarchiesAreRefused() {
+        let x = AttributeDescription(name: "x", type: .integer64)
+        #expect(throws: ModelError.self) {
+            try ManagedObjectModel(entities: [
+                EntityDescription(name: "A", attributes: [x], uniquenessConstraints: [], superentityName: "B"),
+                EntityDescription(name: "B", attributes: [x], uniquenessConstraints: [], superentityName: "A"),
+            ])
+        }
+        #expect(throws: ModelError.self) {
+            try ManagedObjectModel(entities: [
+                EntityDescription(name: "A", attributes: [x], uniquenessConstraints: [], superentityName: "Missing")
+            ])
+        }
+        // A subclass whose superclass's entity is not in the model stays valid, as before.
+        #expect(throws: Never.self) { _ = ManagedObjectModel([Tablet.self]) }
     }
 }
