@@ -137,9 +137,12 @@ enum WriteCommands {
             format = .csv(delimiter: character)
         }
         let policy: MergePolicy
+        var updates = true
         switch parsed.options["--on-conflict"] ?? "update" {
         case "update": policy = .mergeByPropertyObjectTrump
-        case "fail": policy = .error
+        case "fail":
+            policy = .error
+            updates = false
         default: throw ToolFailure(.usage, "--on-conflict must be update or fail.")
         }
         var batchSize = 1_000
@@ -203,6 +206,13 @@ enum WriteCommands {
             throw ToolFailure(.failed, "\(error) Nothing was imported.")
         } catch let error as MergeConflictError {
             progress.finish()
+            if updates {
+                throw ToolFailure(
+                    .failed,
+                    "a record's unique values match an object that an update cannot take them into (an object "
+                        + "of another entity of the hierarchy, or two different objects): \(error). The batches "
+                        + "before it were saved.")
+            }
             throw ToolFailure(
                 .failed,
                 "a record duplicates an existing object (\(error)); the batches before it were saved. "

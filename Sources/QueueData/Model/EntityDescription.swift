@@ -24,8 +24,10 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     /// The name of the entity this one inherits from (Core Data's `superentity`): for a
     /// `ManagedObject` subclass, the entity of its superclass (`nil` when the superclass is
     /// `ManagedObject`); for an entity a store read back, the one it recorded. A fetch, a
-    /// uniqueness constraint and an export of an entity include its subentities. Not part of
-    /// the version hash.
+    /// uniqueness constraint and an export of an entity include its subentities. An entity
+    /// described without a subclass that names a superentity declares everything the
+    /// superentity does (attributes, relationships, uniqueness constraints), as a subclass
+    /// inherits it: ``ManagedObjectModel/init(entities:)`` checks. Not part of the version hash.
     public let superentityName: String?
     /// How migration converts stored values of other types, by attribute name.
     let attributeTransforms: [String: @Sendable (StoredValue) throws -> StoredValue]

@@ -61,7 +61,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     ///
     /// - Throws: ``ModelError/Code/duplicateEntity`` when two entities share a name;
     ///   ``ModelError/Code/invalidRelationship`` when a relationship's destination is missing or
-    ///   its inverse does not point back.
+    ///   its inverse does not point back; ``ModelError/Code/unsupportedDeclaration`` when the
+    ///   superentities of entities described without a subclass loop or name a missing entity,
+    ///   or such a subentity lacks something its superentity declares.
     public init(entities: [EntityDescription]) throws {
         var byName: [String: EntityDescription] = [:]
         var indexes: [String: Int] = [:]
@@ -83,6 +85,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 .unsupportedDeclaration, "The model's superentities do not hold together: \(problem).",
                 entityName: entities.first?.name ?? "")
         }
+        try Self.validateDescribedSubentities(of: entities, byName: byName)
         try Self.validateRelationships(of: entities, byName: byName)
         self.relationshipLinks = entities.map { entity in
             entity.relationships.map { relationship in
@@ -100,6 +103,42 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         self.entityIndexesByClass = byClass
         let text = entities.map(\.hashText).sorted().joined(separator: "\n")
         self.versionHash = SHA256.hexDigest(of: Array(text.utf8))
+    }
+
+    /// Checks that an entity described without a subclass that names a superentity has what a
+    /// subclass would inherit: the superentity's attributes (same names and types), its
+    /// relationships (same names and destinations) and its uniqueness constraints.
+    private static func validateDescribedSubentities(
+        of entities: [EntityDescription],
+        byName: [String: EntityDescription]
+    ) throws {
+        for entity in entities where entity.classLineage.isEmpty {
+            guard let parentName = entity.superentityName, let parent = byName[parentName] else { continue }
+            func invalid(_ what: String) -> ModelError {
+                ModelError(
+                    .unsupportedDeclaration,
+                    "'\(entity.name)' names '\(parent.name)' as its superentity but \(what); a subentity has "
+                        + "everything its superentity declares.", entityName: entity.name)
+            }
+            for attribute in parent.attributes {
+                guard let index = entity.index(ofAttribute: attribute.name),
+                    entity.attributes[index].type == attribute.type
+                else {
+                    throw invalid("does not declare its attribute '\(attribute.name)' (\(attribute.type.rawValue))")
+                }
+            }
+            for relationship in parent.relationships {
+                guard
+                    entity.relationship(named: relationship.name)?.destinationEntityName
+                        == relationship.destinationEntityName
+                else {
+                    throw invalid("does not declare its relationship '\(relationship.name)'")
+                }
+            }
+            for constraint in parent.uniquenessConstraints where !entity.uniquenessConstraints.contains(constraint) {
+                throw invalid("does not declare its uniqueness constraint (\(constraint.joined(separator: ", ")))")
+            }
+        }
     }
 
     /// Checks that every relationship points to an entity of the model, and has an inverse

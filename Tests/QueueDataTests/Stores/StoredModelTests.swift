@@ -308,6 +308,32 @@ struct SuperentityModelTests {
                 EntityDescription(name: "A", attributes: [x], uniquenessConstraints: [], superentityName: "Missing")
             ])
         }
+        // A described subentity has everything its superentity declares.
+        let y = AttributeDescription(name: "y", type: .string)
+        let parent = try? EntityDescription(name: "P", attributes: [x], uniquenessConstraints: [["x"]])
+        for (label, child) in [
+            (
+                "missing attribute",
+                try? EntityDescription(name: "C", attributes: [y], uniquenessConstraints: [], superentityName: "P")
+            ),
+            (
+                "other type",
+                try? EntityDescription(
+                    name: "C", attributes: [AttributeDescription(name: "x", type: .string)], uniquenessConstraints: [],
+                    superentityName: "P")
+            ),
+            (
+                "missing constraint",
+                try? EntityDescription(name: "C", attributes: [x, y], uniquenessConstraints: [], superentityName: "P")
+            ),
+        ] {
+            #expect(throws: ModelError.self, "\(label)") { try ManagedObjectModel(entities: [parent!, child!]) }
+        }
+        let valid = try? ManagedObjectModel(entities: [
+            parent!,
+            EntityDescription(name: "C", attributes: [y, x], uniquenessConstraints: [["x"]], superentityName: "P"),
+        ])
+        #expect(valid?.entityIndexes(named: "P", includingSubentities: true) == [0, 1])
         // A subclass whose superclass's entity is not in the model stays valid, as before.
         #expect(throws: Never.self) { _ = ManagedObjectModel([Tablet.self]) }
     }

@@ -635,5 +635,15 @@ struct QDStoredModelTests {
         #expect(contents.schema.first { $0.name == "Kit" }?.uniquenessConstraints == [["sku"]])
         #expect(contents.schema.first { $0.name == "Bundle" }?.superentityName == "Kit")
         #expect(try qd("verify", store.path).status == 0)
+
+        // A Kit record with a Bundle's sku cannot update the bundle (another entity): refused, named.
+        try directory.write(Array("{\"sku\": \"k2\", \"name\": \"clash\"}\n".utf8), to: "clash.jsonl")
+        let clash = try qd("import", store.path, "--entity", "Kit", directory.file("clash.jsonl").path)
+        #expect(clash.status == 5, "\(clash.standardError)")
+        #expect(clash.standardError.contains("another entity of the hierarchy"), "\(clash.standardError)")
+        #expect(!clash.standardError.contains("Use --on-conflict update"), "\(clash.standardError)")
+        let after = try StoreInspection.contents(of: store)
+        #expect(after.rows["Kit"]?.count == 3 && after.rows["Bundle"]?.count == 2)
+        #expect(!after.rows.values.joined().contains { $0.values.contains(.string("clash")) }, "nothing imported")
     }
 }
