@@ -27,7 +27,9 @@ import Testing
 /// reused; many small saves all survive; a second opener gets ``StoreError/Code/locked``
 /// (unless ``checksExclusiveAccess`` is `false`); with ``faults``, every acknowledged save
 /// survives a power loss, and a save whose writes fail throws, keeps its changes, and makes
-/// the store refuse later commits until it is reopened; a model with a changed attribute is
+/// the store refuse later commits until it is reopened, and for a store with group commit
+/// (a ``PersistentStore/synchronizationQueue``) the same holds for saves of several queues at
+/// once; a model with a changed attribute is
 /// refused without changing the store; and last, a model with an added and a renamed attribute
 /// is migrated (by a store that implements
 /// ``PersistentStore/replaceContents(with:keepingOriginalAs:)``) or refused unchanged.
@@ -114,6 +116,9 @@ public struct StoreConformanceSuite: Sendable {
         if let faults {
             log.attempt("durability") { try checkDurability(faults, log) }
             log.attempt("failed writes") { try checkFailedWrites(faults, log) }
+            if (try? makeStore().synchronizationQueue) != nil {
+                log.attempt("group commit") { try checkGroupCommit(faults, log) }
+            }
         }
         log.attempt("incompatible model") { try checkIncompatibleModel(log) }
         log.attempt("migration") { try checkMigration(log) }

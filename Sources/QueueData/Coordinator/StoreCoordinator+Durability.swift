@@ -1,50 +1,47 @@
 import Dispatch
 
-/// Group commit: a journal store's saves are appended on the coordinator's queue and synchronized
-/// outside it, so that saves arriving while an `fdatasync` is in flight are written meanwhile and
-/// made durable together by the next one.
+/// Group commit: a store with a ``PersistentStore/synchronizationQueue`` (the journal) has its
+/// saves appended on the coordinator's queue and synchronized outside it, so that saves
+/// arriving while a synchronization is in flight are written meanwhile and made durable
+/// together by the next one. Other stores commit each save durably; both go through the
+/// same two calls of ``PersistentStore`` (no store is special here).
 ///
 /// Commits are numbered in the order they reach the store (`appendedCommits`); a synchronization
-/// taken after commit *n* was appended makes commits 1...*n* durable (the journal is one file,
-/// appended in order). `durableCommits` counts the durable ones and `durableTables` holds the rows
-/// after the last of them: that is what contexts read, so no context sees a save before it is
-/// durable. A failed synchronization fails every save it was to cover and every later one: the
-/// store refuses commits until its manager loads it again.
+/// taken after commit *n* was appended makes commits 1...*n* durable (a store appends in order).
+/// `durableCommits` counts the durable ones and `durableTables` holds the rows after the last of
+/// them: that is what contexts read, so no context sees a save before it is durable. A failed
+/// synchronization fails every save it was to cover and every later one: the store refuses
+/// commits until its manager loads it again.
 ///
 /// The only nesting is the synchronization queue calling `queue.sync`; nothing on `queue` waits
-/// for the synchronization queue (it only enqueues descriptor closes there), so the two cannot
+/// for the synchronization queue (a store may only enqueue work there), so the two cannot
 /// deadlock.
 extension StoreCoordinator {
-    /// Records `changes` in `store`: appended only, for a journal (the caller waits with
-    /// ``waitUntilDurable(_:)``), durably for any other store. Call on `queue`.
+    /// Records `changes` in `store`: appended only, for a store with group commit (the caller
+    /// waits with ``waitUntilDurable(_:)`` when the outcome has a ticket), durably for any
+    /// other. Call on `queue`.
     ///
     /// - Throws: ``StoreError`` when the store could not record the changes.
     func record(_ changes: ChangeSet, in store: any PersistentStore, resultingState: StoreState) throws {
-        guard let journal = store as? JournalStore else {
-            try store.commit(changes, resultingState: resultingState)
-            appendedCommits += 1
-            durableCommits = appendedCommits
-            return
-        }
         let durable: Bool
         do {
-            durable = try journal.append(changes, resultingState: resultingState)
+            durable = try store.append(changes, resultingState: resultingState)
         } catch let error as StoreError {
-            if error.code == .io {
-                // The journal refuses commits now: so do the saves appended before this one.
+            if synchronizationQueue != nil, error.code == .io {
+                // The store refuses commits now: so do the saves appended before this one.
                 durabilityFailure = durabilityFailure ?? error
             }
             throw error
         }
         appendedCommits += 1
         if durable {
-            // The journal was synchronized (and compacted) with this record.
+            // Durable on return (or synchronized, compacted, with this change set).
             durableCommits = appendedCommits
         }
     }
 
     /// Returns once commit `ticket` and every commit before it are durable, synchronizing the
-    /// journal unless a synchronization that started after it was appended already covered it.
+    /// store unless a synchronization that started after it was appended already covered it.
     ///
     /// Call on the saving context's queue, never on the coordinator's: the synchronization runs
     /// outside `queue`, so that other saves can be appended while it is in flight.
@@ -53,7 +50,7 @@ extension StoreCoordinator {
     ///   one failed or the store was closed. The save is then not durable; nothing is applied.
     func waitUntilDurable(_ ticket: Int) throws {
         guard let synchronizationQueue else {
-            preconditionFailure("QueueData: only a journal store's commits wait for a synchronization")
+            preconditionFailure("QueueData: only the commits of a store with group commit wait for a synchronization")
         }
         try synchronizationQueue.sync {
             // Saves appended while the previous synchronization ran queue up here; the first of
@@ -63,7 +60,7 @@ extension StoreCoordinator {
                 return
             }
             let pending = try queue.sync {
-                () throws -> (target: Int, run: JournalSynchronization, tables: [EntityTable])? in
+                () throws -> (target: Int, run: StoreSynchronization, tables: [EntityTable])? in
                 if durableCommits >= ticket {
                     return nil
                 }
@@ -75,13 +72,13 @@ extension StoreCoordinator {
                             + "store again to see what it holds. (\(durabilityFailure.message))",
                         url: durabilityFailure.url, underlyingError: durabilityFailure)
                 }
-                guard let journal = store as? JournalStore else {
+                guard let store else {
                     throw StoreError(
                         .closed,
                         "The store was closed before the save was made durable; load it again to see what it holds.",
                         url: storeURL)
                 }
-                return (appendedCommits, try journal.pendingSynchronization(), tables)
+                return (appendedCommits, try store.pendingSynchronization(), tables)
             }
             guard let pending else { return }
             do {
@@ -89,9 +86,9 @@ extension StoreCoordinator {
             } catch {
                 throw queue.sync { () -> StoreError in
                     let failure =
-                        (store as? JournalStore)?.synchronizationFailed(error)
+                        store?.synchronizationFailed(error)
                         ?? StoreError(
-                            .io, "The journal could not be synchronized: \(error)", url: storeURL,
+                            .io, "The store could not be synchronized: \(error)", url: storeURL,
                             underlyingError: error)
                     durabilityFailure = durabilityFailure ?? failure
                     return failure

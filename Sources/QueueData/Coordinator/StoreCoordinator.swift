@@ -32,8 +32,8 @@ final class StoreCoordinator: @unchecked Sendable {
     /// How many commits reached the store, and how many of them are durable.
     var appendedCommits = 0
     var durableCommits = 0
-    /// The journal store's ``JournalStore/synchronizationQueue`` (group commit); `nil` for
-    /// other stores, which commit durably on `queue`.
+    /// The store's ``PersistentStore/synchronizationQueue`` (group commit); `nil` for stores
+    /// that commit durably on `queue`.
     let synchronizationQueue: DispatchQueue?
     /// The store's file, for errors raised after it was closed.
     let storeURL: URL?
@@ -105,7 +105,7 @@ final class StoreCoordinator: @unchecked Sendable {
             throw error
         }
         self.store = store
-        self.synchronizationQueue = (store as? JournalStore)?.synchronizationQueue
+        self.synchronizationQueue = store.synchronizationQueue
         self.storeURL = store.storeURL
         self.baseMetadata = contents.metadata
         self.storeIdentifier = contents.metadata.storeIdentifier
@@ -340,8 +340,8 @@ final class StoreCoordinator: @unchecked Sendable {
     /// Every updated or deleted object whose committed version is no longer the one its
     /// context last saw is a conflict, settled by the request's merge policy.
     ///
-    /// A journal store appends the save without waiting for the disk (group commit): the
-    /// outcome's ``SaveOutcome/durabilityTicket`` is then to be passed to
+    /// A store with group commit (the journal) appends the save without waiting for the disk:
+    /// the outcome's ``SaveOutcome/durabilityTicket`` is then to be passed to
     /// ``waitUntilDurable(_:)`` before the save is reported. Other stores commit durably here.
     ///
     /// - Throws: ``MergeConflictError`` for conflicts the policy leaves failing;

@@ -31,6 +31,17 @@ import Foundation
 ///   ``ChangeSet/nextPrimaryKeys`` so that keys are never reused after a reopen. The
 ///   ``StoreState`` argument holds every row after the change set, for stores that rewrite
 ///   themselves; stores that append can ignore it.
+/// - Group commit (optional): a store that can make several saves durable with one sync
+///   commits in two phases. It names a serial ``synchronizationQueue``;
+///   ``append(_:resultingState:)`` records a change set without waiting for the disk (on the
+///   coordinator's queue), and ``pendingSynchronization()`` hands out what makes everything
+///   appended so far durable, which the coordinator runs on the synchronization queue while
+///   further saves are appended. No save is reported, and no other context sees its rows,
+///   before a synchronization taken after it ran; a synchronization that fails fails every
+///   save it covered, and the store must refuse every later commit
+///   (``synchronizationFailed(_:)``) until reopened. Stores without a synchronization queue
+///   (the default) commit each save durably in ``commit(_:resultingState:)``, which the
+///   default ``append(_:resultingState:)`` calls.
 /// - ``compact(_:)`` (optional) rewrites the store from the state, for stores whose files grow
 ///   with every save; it must leave a store that opens with every committed save whatever
 ///   step a crash interrupts.
@@ -58,6 +69,35 @@ public protocol PersistentStore: AnyObject {
     ///   - resultingState: Every row after the change, for stores that rewrite themselves.
     /// - Throws: ``StoreError`` when the change set could not be recorded in full.
     func commit(_ changes: ChangeSet, resultingState: StoreState) throws
+
+    /// The serial queue on which the coordinator runs this store's synchronizations, for a
+    /// store that commits in two phases (group commit); `nil`, the default, for a store whose
+    /// ``commit(_:resultingState:)`` is durable when it returns.
+    var synchronizationQueue: DispatchQueue? { get }
+
+    /// Phase one of a two-phase commit: records one change set in full without waiting for the
+    /// disk. The default commits it durably (``commit(_:resultingState:)``) and returns `true`.
+    ///
+    /// - Returns: Whether the change set, and everything appended before it, is durable
+    ///   already (a store may make it so, compacting say); `false`: a synchronization taken
+    ///   after it will.
+    /// - Throws: ``StoreError`` when the change set could not be recorded in full (after a
+    ///   failed write the store refuses later commits).
+    func append(_ changes: ChangeSet, resultingState: StoreState) throws -> Bool
+
+    /// Phase two of a two-phase commit: what makes everything appended so far durable, to run
+    /// on ``synchronizationQueue``. The default, for stores whose commits are durable, does
+    /// nothing.
+    ///
+    /// - Throws: ``StoreError/Code/closed`` when the store is closed or refuses commits.
+    func pendingSynchronization() throws -> StoreSynchronization
+
+    /// Records that a synchronization failed: the store refuses commits from now on (a retried
+    /// `fsync` may report success without the data on disk).
+    ///
+    /// - Returns: The error to report to the saves the synchronization covered. The default
+    ///   wraps `error` in ``StoreError/Code/io``.
+    func synchronizationFailed(_ error: any Error) -> StoreError
 
     /// Rewrites the store as compactly as possible from `state`, the store's current rows.
     /// The default does nothing.
@@ -88,6 +128,24 @@ public protocol PersistentStore: AnyObject {
 extension PersistentStore {
     /// `nil`: no file to name.
     public var storeURL: URL? { nil }
+
+    /// `nil`: each commit is durable when it returns.
+    public var synchronizationQueue: DispatchQueue? { nil }
+
+    /// Commits `changes` durably: a store without group commit has one phase.
+    public func append(_ changes: ChangeSet, resultingState: StoreState) throws -> Bool {
+        try commit(changes, resultingState: resultingState)
+        return true
+    }
+
+    /// Nothing to do: every commit was durable when it returned.
+    public func pendingSynchronization() throws -> StoreSynchronization { .none }
+
+    /// `error` as a ``StoreError`` of code `.io`.
+    public func synchronizationFailed(_ error: any Error) -> StoreError {
+        error as? StoreError
+            ?? StoreError(.io, "The store could not be synchronized: \(error)", url: storeURL, underlyingError: error)
+    }
 
     /// Does nothing: most stores never need compaction.
     public func compact(_ state: StoreState) throws {}

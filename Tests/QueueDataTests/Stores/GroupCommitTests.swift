@@ -28,13 +28,14 @@ struct GroupCommitTests {
         _ directory: TemporaryDirectory,
         _ fileSystem: PowerLossFileSystem,
         sourceLocation: SourceLocation = #_sourceLocation,
+        opening makeManager: (TemporaryDirectory) -> ContextManager = { journalManager($0) },
         _ read: (ContextManager) throws -> Value
     ) throws -> Value? {
         var values: [Value] = []
         for outcome in fileSystem.outcomes(of: directory.url) {
             let copy = TemporaryDirectory("group-commit-power-loss")
             try outcome.image.write(into: copy.url)
-            let manager = journalManager(copy)
+            let manager = makeManager(copy)
             defer { manager.close() }
             let value = try read(manager)
             if !values.contains(value) {
@@ -121,6 +122,57 @@ struct GroupCommitTests {
         #expect(fileSystem.syncCount == syncsBefore + 2)
         #expect(try names(in: reader) == ["existing", "first", "second", "third"])
         #expect(try Set(namesAfterPowerLoss(directory, fileSystem)) == ["existing", "first", "second", "third"])
+    }
+
+    /// A manager on an ``AppendLogStore`` (a custom store with group commit) in `directory`.
+    func logManager(_ directory: TemporaryDirectory, _ fileSystem: any FileSystem = POSIXFileSystem()) -> ContextManager
+    {
+        let path = directory.file("Store.log").path
+        return ContextManager(
+            delegate: TestStoreDelegate(storeType: .custom { _ in AppendLogStore(path: path, fileSystem: fileSystem) }))
+    }
+
+    @Test("a custom store with group commit shares one sync between the saves that arrive during one")
+    func customStoreSharesSyncs() throws {
+        let directory = TemporaryDirectory("group-commit-custom")
+        let seeding = logManager(directory)
+        try saveOneByOne(seeding, ["existing"])
+        seeding.close()
+        let fileSystem = PowerLossFileSystem()
+        let manager = logManager(directory, fileSystem)
+        defer { manager.close() }
+        try manager.loadPersistentStore()
+        let savers = try (0..<3).map { _ in try manager.createContext() }
+        let reader = try manager.createContext()
+        let results = Recorder<(name: String, result: Result<Void, StoreError>)>()
+        let group = DispatchGroup()
+        let stored = {
+            try self.afterPowerLoss(
+                directory, fileSystem, opening: { self.logManager($0) }, { try storedNames($0) })
+        }
+
+        let syncsBefore = fileSystem.syncCount
+        fileSystem.hold(sync: syncsBefore + 1)
+        startSave("first", on: savers[0], into: results, group)
+        try #require(fileSystem.waitForHeldSync(), "the save did not sync")
+        let writes = fileSystem.writeCount
+        startSave("second", on: savers[1], into: results, group)
+        startSave("third", on: savers[2], into: results, group)
+        guard fileSystem.waitForWrites(reaching: writes + 2) else {
+            fileSystem.releaseHeldSync()
+            Issue.record("the saves were not appended while the sync was in flight")
+            return
+        }
+        #expect(results.count == 0, "no save returns before its sync")
+        #expect(try names(in: reader) == ["existing"], "no context sees a save before it is durable")
+        #expect(try stored() == ["existing"])
+
+        fileSystem.releaseHeldSync()
+        try #require(group.wait(timeout: .now() + 60) == .success, "the saves did not finish")
+        #expect(results.values.allSatisfy { (try? $0.result.get()) != nil })
+        #expect(fileSystem.syncCount == syncsBefore + 2, "one sync for the first save, one for the two during it")
+        #expect(try names(in: reader) == ["existing", "first", "second", "third"])
+        #expect(try Set(stored() ?? []) == ["existing", "first", "second", "third"])
     }
 
     @Test("a failed sync fails every save it covered and every later one; earlier saves stay durable")

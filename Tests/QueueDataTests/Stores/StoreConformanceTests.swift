@@ -13,6 +13,8 @@ import Testing
 struct StoreConformanceTests {
     enum Kind: String, CaseIterable, CustomTestStringConvertible {
         case inMemory, journal, jsonFile, custom
+        /// A custom store with group commit (``AppendLogStore``).
+        case customGroupCommit
         var testDescription: String { rawValue }
     }
 
@@ -37,6 +39,12 @@ struct StoreConformanceTests {
         case .custom:
             let url = directory.file("custom.json")
             suite = StoreConformanceSuite(checksExclusiveAccess: false) { CodableFileStore(url: url) }
+        case .customGroupCommit:
+            let disk = ConformanceDisk(directory.url)
+            let path = directory.file("custom.log").path
+            suite = StoreConformanceSuite(checksExclusiveAccess: false, faults: disk.faults) {
+                AppendLogStore(path: path, fileSystem: disk)
+            }
         }
         let failures = try suite.run()
         #expect(failures.isEmpty)

@@ -18,7 +18,7 @@ final class CodableFileStore: PersistentStore {
         var rows: [Row]
     }
 
-    private struct Attribute: Codable {
+    struct Attribute: Codable {
         var name: String
         var type: AttributeType
         var isOptional: Bool
@@ -42,7 +42,7 @@ final class CodableFileStore: PersistentStore {
     }
 
     /// A `StoredValue` in a Codable form.
-    private enum Value: Codable {
+    enum Value: Codable {
         case null
         case bool(Bool)
         case integer(Int64)

@@ -86,7 +86,9 @@ public final class JournalStore: PersistentStore {
     /// Where group commit runs its synchronizations, outside the coordinator's queue: one at a
     /// time, so that a save arriving while one is in flight waits for it and is then covered by
     /// the next. Descriptors the store stops using are closed here too, after them.
-    let synchronizationQueue = DispatchQueue(label: "QueueData.JournalStore.synchronization")
+    let synchronizer = DispatchQueue(label: "QueueData.JournalStore.synchronization")
+    /// The serial queue the journal's synchronizations (`fdatasync`) run on: group commit.
+    public var synchronizationQueue: DispatchQueue? { synchronizer }
 
     /// The file extension: `journal`.
     public static let fileExtension = "journal"
@@ -488,7 +490,7 @@ public final class JournalStore: PersistentStore {
             do {
                 // On the synchronization queue, like every sync of the journal: after a sync a
                 // coordinator's saves started, not beside it.
-                try synchronizationQueue.sync { try synchronization.run() }
+                try synchronizer.sync { try synchronization.run() }
             } catch {
                 throw synchronizationFailed(error)
             }
@@ -512,7 +514,7 @@ public final class JournalStore: PersistentStore {
     /// - Throws: ``StoreError``: `.io` when the write failed, or a compaction replaced the journal
     ///   without knowing it durable (the store then refuses commits until
     ///   reopened), `.closed` when the store is closed or refusing commits.
-    func append(_ changes: ChangeSet, resultingState: StoreState) throws -> Bool {
+    public func append(_ changes: ChangeSet, resultingState: StoreState) throws -> Bool {
         guard let descriptor, let header, let mapping else {
             throw StoreError(
                 .closed,
@@ -585,19 +587,20 @@ public final class JournalStore: PersistentStore {
     /// ``synchronizationQueue`` while this store goes on appending on the coordinator's queue.
     ///
     /// - Throws: ``StoreError/Code/closed`` when the store is closed or refusing commits.
-    func pendingSynchronization() throws -> JournalSynchronization {
+    public func pendingSynchronization() throws -> StoreSynchronization {
         guard let descriptor else {
             throw StoreError(.closed, "The journal is closed.", url: url)
         }
         try checkNotFailed()
-        return JournalSynchronization(descriptor: descriptor, path: files.path, fileSystem: fileSystem)
+        let synchronization = JournalSynchronization(descriptor: descriptor, path: files.path, fileSystem: fileSystem)
+        return StoreSynchronization { try synchronization.run() }
     }
 
     /// Records that a synchronization of the journal failed: the store refuses commits from now
     /// on (a retried `fsync` may report success without the data on disk).
     ///
     /// - Returns: The error to report, naming the journal.
-    func synchronizationFailed(_ error: any Error) -> StoreError {
+    public func synchronizationFailed(_ error: any Error) -> StoreError {
         let error = files.ioError(error, "synchronize the journal")
         if failure == nil {
             failure = error
@@ -617,7 +620,7 @@ public final class JournalStore: PersistentStore {
     /// Closes a descriptor the store no longer uses, after any synchronization already queued
     /// on ``synchronizationQueue`` (which may still be using it).
     private func retire(_ descriptor: Int32) {
-        synchronizationQueue.async { [fileSystem] in
+        synchronizer.async { [fileSystem] in
             fileSystem.close(descriptor)
         }
     }
