@@ -84,13 +84,34 @@ struct GroupCommitTests {
         }
     }
 
+    /// A manager of `kind` ("journal", or "log" for the custom ``AppendLogStore``) in
+    /// `directory`, through `fileSystem`.
+    func manager(_ kind: String, _ directory: TemporaryDirectory, _ fileSystem: any FileSystem) -> ContextManager {
+        guard kind == "log" else { return journalManager(directory, fileSystem: fileSystem) }
+        let path = directory.file("Store.log").path
+        return ContextManager(
+            delegate: TestStoreDelegate(storeType: .custom { _ in AppendLogStore(path: path, fileSystem: fileSystem) }))
+    }
+
     @Test(
-        "saves arriving during a sync are written meanwhile and share the next one; none is seen before it is durable")
-    func savesShareTheNextSync() throws {
-        let directory = TemporaryDirectory("group-commit")
+        "saves arriving during a sync are written meanwhile and share the next one; none is seen before it is durable",
+        arguments: ["journal", "log"])
+    func savesShareTheNextSync(kind: String) throws {
+        // The journal, and a custom store with group commit: it is the protocol's.
+        let directory = TemporaryDirectory("group-commit-\(kind)")
         let fileSystem = PowerLossFileSystem()
-        let manager = try makeManager(directory, fileSystem)
+        let seeding = manager(kind, directory, POSIXFileSystem())
+        try saveOneByOne(seeding, ["existing"])
+        seeding.close()
+        let manager = manager(kind, directory, fileSystem)
         defer { manager.close() }
+        try manager.loadPersistentStore()
+        func namesAfterPowerLoss(_ directory: TemporaryDirectory, _ fileSystem: PowerLossFileSystem) throws -> [String]
+        {
+            try afterPowerLoss(
+                directory, fileSystem, opening: { self.manager(kind, $0, POSIXFileSystem()) }, { try storedNames($0) })
+                ?? []
+        }
         let savers = try (0..<3).map { _ in try manager.createContext() }
         let reader = try manager.createContext()
         let results = Recorder<(name: String, result: Result<Void, StoreError>)>()
@@ -130,49 +151,6 @@ struct GroupCommitTests {
         let path = directory.file("Store.log").path
         return ContextManager(
             delegate: TestStoreDelegate(storeType: .custom { _ in AppendLogStore(path: path, fileSystem: fileSystem) }))
-    }
-
-    @Test("a custom store with group commit shares one sync between the saves that arrive during one")
-    func customStoreSharesSyncs() throws {
-        let directory = TemporaryDirectory("group-commit-custom")
-        let seeding = logManager(directory)
-        try saveOneByOne(seeding, ["existing"])
-        seeding.close()
-        let fileSystem = PowerLossFileSystem()
-        let manager = logManager(directory, fileSystem)
-        defer { manager.close() }
-        try manager.loadPersistentStore()
-        let savers = try (0..<3).map { _ in try manager.createContext() }
-        let reader = try manager.createContext()
-        let results = Recorder<(name: String, result: Result<Void, StoreError>)>()
-        let group = DispatchGroup()
-        let stored = {
-            try self.afterPowerLoss(
-                directory, fileSystem, opening: { self.logManager($0) }, { try storedNames($0) })
-        }
-
-        let syncsBefore = fileSystem.syncCount
-        fileSystem.hold(sync: syncsBefore + 1)
-        startSave("first", on: savers[0], into: results, group)
-        try #require(fileSystem.waitForHeldSync(), "the save did not sync")
-        let writes = fileSystem.writeCount
-        startSave("second", on: savers[1], into: results, group)
-        startSave("third", on: savers[2], into: results, group)
-        guard fileSystem.waitForWrites(reaching: writes + 2) else {
-            fileSystem.releaseHeldSync()
-            Issue.record("the saves were not appended while the sync was in flight")
-            return
-        }
-        #expect(results.count == 0, "no save returns before its sync")
-        #expect(try names(in: reader) == ["existing"], "no context sees a save before it is durable")
-        #expect(try stored() == ["existing"])
-
-        fileSystem.releaseHeldSync()
-        try #require(group.wait(timeout: .now() + 60) == .success, "the saves did not finish")
-        #expect(results.values.allSatisfy { (try? $0.result.get()) != nil })
-        #expect(fileSystem.syncCount == syncsBefore + 2, "one sync for the first save, one for the two during it")
-        #expect(try names(in: reader) == ["existing", "first", "second", "third"])
-        #expect(try Set(stored() ?? []) == ["existing", "first", "second", "third"])
     }
 
     @Test("a failed sync fails every save it covered and every later one; earlier saves stay durable")

@@ -86,3 +86,15 @@ func recordOffsets(_ bytes: [UInt8]) -> [Int] {
     }
     return offsets
 }
+
+/// The bytes of a store file of `kind` ("journal" or "json") holding `contents`, as a hand edit
+/// (or another tool) could write it.
+func storeFileBytes(_ contents: StoreContents, kind: String) -> [UInt8] {
+    if kind == "journal" {
+        return JournalStore.snapshotFileBytes(contents)
+    }
+    let rows = contents.schema.map { contents.rows[$0.name] ?? [] }
+    return JSONDocumentWriter.document(
+        metadata: contents.metadata, schema: contents.schema, rowCount: { rows[$0].count },
+        forEachRow: { index, body in rows[index].forEach { body($0.primaryKey, $0.values) } })
+}

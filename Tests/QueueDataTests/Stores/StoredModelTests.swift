@@ -216,16 +216,7 @@ struct StoredModelTests {
 
     /// Writes `contents` as a store file of `kind` at `url`, as a hand edit could.
     private func write(_ contents: StoreContents, to url: URL, kind: String) throws {
-        let bytes: [UInt8]
-        if kind == "journal" {
-            bytes = JournalStore.snapshotFileBytes(contents)
-        } else {
-            let rows = contents.schema.map { contents.rows[$0.name] ?? [] }
-            bytes = JSONDocumentWriter.document(
-                metadata: contents.metadata, schema: contents.schema, rowCount: { rows[$0].count },
-                forEachRow: { index, body in rows[index].forEach { body($0.primaryKey, $0.values) } })
-        }
-        try Data(bytes).write(to: url)
+        try Data(storeFileBytes(contents, kind: kind)).write(to: url)
     }
 
     @Test("a recorded hierarchy or constraint that does not hold together is damage, never a trap")

@@ -178,17 +178,7 @@ struct QDToolTests {
         let leaderColumn = expedition.column(ofRelationship: "leader")!
         contents.rows["Expedition"]![2].values[leaderColumn] = .integer(999)
         let key = contents.rows["Expedition"]![2].primaryKey
-        let bytes: [UInt8]
-        if kind == "journal" {
-            bytes = StoreDecoding.encodeJournal(contents)
-        } else {
-            bytes = JSONDocumentWriter.document(
-                metadata: contents.metadata, schema: contents.schema,
-                rowCount: { contents.rows[contents.schema[$0].name]?.count ?? 0 },
-                forEachRow: { index, body in
-                    for row in contents.rows[contents.schema[index].name] ?? [] { body(row.primaryKey, row.values) }
-                })
-        }
+        let bytes = storeFileBytes(contents, kind: kind)
         try directory.write(bytes, to: store.lastPathComponent)
         let output = try qd("verify", store.path, "--json")
         #expect(output.status == 1)
@@ -567,17 +557,7 @@ struct QDStoredModelTests {
         let skuColumn = bundle.index(ofAttribute: "sku")!
         let row = contents.rows["Bundle"]!.firstIndex { $0.values[skuColumn] == .string("k2") }!
         contents.rows["Bundle"]![row].values[skuColumn] = .string("k1")
-        let bytes: [UInt8]
-        if kind == "journal" {
-            bytes = StoreDecoding.encodeJournal(contents)
-        } else {
-            bytes = JSONDocumentWriter.document(
-                metadata: contents.metadata, schema: contents.schema,
-                rowCount: { contents.rows[contents.schema[$0].name]?.count ?? 0 },
-                forEachRow: { index, body in
-                    for row in contents.rows[contents.schema[index].name] ?? [] { body(row.primaryKey, row.values) }
-                })
-        }
+        let bytes = storeFileBytes(contents, kind: kind)
         try directory.write(bytes, to: store.lastPathComponent)
         let output = try qd("verify", store.path)
         #expect(output.status == 1)
