@@ -43,6 +43,17 @@ struct StoreFiles {
         return StoreError(.io, "Could not \(doing): \(error)", url: url, underlyingError: error)
     }
 
+    /// Throws ``StoreError/Code/closed`` if an earlier write or sync failed (`failure`): after
+    /// one, the store (`what`, "The journal" say) refuses to `doing` ("commits", "writes")
+    /// until it is reopened, rather than guess what the disk holds.
+    func checkNotFailed(_ failure: StoreError?, _ what: String, refusing doing: String = "commits") throws {
+        if let failure {
+            throw StoreError(
+                .closed, "\(what) refuses \(doing) after a failed write; reopen the store. (\(failure.message))",
+                url: url, underlyingError: failure)
+        }
+    }
+
     /// Creates the directory if needed and takes the store's exclusive lock.
     ///
     /// - Returns: The lock file's descriptor: closing it releases the lock.

@@ -191,11 +191,7 @@ public final class JSONFileStore: PersistentStore {
         guard lockDescriptor != nil else {
             throw StoreError(.closed, "The JSON store is closed.", url: url)
         }
-        if let failure {
-            throw StoreError(
-                .closed, "The JSON store refuses writes after a failed write; reopen the store.", url: url,
-                underlyingError: failure)
-        }
+        try files.checkNotFailed(failure, "The JSON store", refusing: "writes")
         let document = JSONDocumentWriter.document(
             metadata: state.metadata, schema: state.entities, rowCount: state.rowCount(ofEntityAt:),
             forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
@@ -233,11 +229,7 @@ public final class JSONFileStore: PersistentStore {
         guard !awaitsMigration else {
             throw StoreError(.closed, "The JSON store holds another model's rows; migrate it first.", url: url)
         }
-        if let failure {
-            throw StoreError(
-                .closed, "The JSON store refuses commits after a failed write; reopen the store. (\(failure.message))",
-                url: url, underlyingError: failure)
-        }
+        try files.checkNotFailed(failure, "The JSON store")
         try write(
             metadata: resultingState.metadata, schema: resultingState.entities,
             rowCount: resultingState.rowCount(ofEntityAt:),

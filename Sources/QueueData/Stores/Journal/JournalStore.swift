@@ -610,11 +610,7 @@ public final class JournalStore: PersistentStore {
 
     /// Throws ``StoreError/Code/closed`` if an earlier write or sync failed.
     private func checkNotFailed() throws {
-        if let failure {
-            throw StoreError(
-                .closed, "The journal refuses commits after a failed write; reopen the store. (\(failure.message))",
-                url: url, underlyingError: failure)
-        }
+        try files.checkNotFailed(failure, "The journal")
     }
 
     /// Closes a descriptor the store no longer uses, after any synchronization already queued
@@ -649,11 +645,7 @@ public final class JournalStore: PersistentStore {
         guard let descriptor, let header else {
             throw StoreError(.closed, "The journal is closed.", url: url)
         }
-        if let failure {
-            throw StoreError(
-                .closed, "The journal refuses writes after a failed write; reopen the store.", url: url,
-                underlyingError: failure)
-        }
+        try files.checkNotFailed(failure, "The journal", refusing: "writes")
         let (newHeader, bytes, payloadSize) = snapshotFile(of: state, storeIdentifier: header.storeIdentifier)
 
         var temporary: String?
@@ -843,11 +835,7 @@ public final class JournalStore: PersistentStore {
         guard lockDescriptor != nil, header != nil else {
             throw StoreError(.closed, "The journal is closed.", url: url)
         }
-        if let failure {
-            throw StoreError(
-                .closed, "The journal refuses writes after a failed write; reopen the store.", url: url,
-                underlyingError: failure)
-        }
+        try files.checkNotFailed(failure, "The journal", refusing: "writes")
         if let tornTail {
             try setTornBytesAside(tornTail.bytes, from: tornTail.offset)
             self.tornTail = nil
