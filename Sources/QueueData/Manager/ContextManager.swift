@@ -13,13 +13,26 @@ import Foundation
 /// manager; contexts of different managers never see each other's saves.
 /// Use ``shared`` in an app, and ``init(delegate:)`` for tests or several stores.
 ///
+/// Loading the store (opening and migrating it) runs one load at a time on a queue of its
+/// own, not on the queue the manager's state lives on: while a large store opens or migrates,
+/// ``delegate``, ``isStoreLoaded`` and ``close()`` return at once (a ``close()`` during a load
+/// abandons it: the load throws ``StoreError/Code/closed``), and every caller that needs the
+/// store waits for the one load.
+///
 /// `@unchecked Sendable`: all mutable state lives on a private serial queue (the registry
-/// queue), which every method enters with `sync`.
+/// queue), which every method enters with `sync`, never while loading the store.
 public final class ContextManager: @unchecked Sendable {
     /// The process-wide manager. Set its ``delegate`` at launch.
     public static let shared = ContextManager()
 
     private let registryQueue = DispatchQueue(label: "QueueData.ContextManager")
+    /// Where the store is opened and migrated, one load at a time: outside `registryQueue`, so
+    /// that the manager's other calls (`delegate`, `isStoreLoaded`, `close()`) do not wait
+    /// behind a long open or migration.
+    private let loadingQueue = DispatchQueue(label: "QueueData.ContextManager.loading")
+    /// Marks `loadingQueue`, to tell a call made from inside a load (a migration step or
+    /// progress callback) from one that can wait for the load.
+    private let loadingKey = DispatchSpecificKey<Bool>()
     /// Identifies this manager's coordinators (and so its contexts' saves) to its observers.
     let identifier = UUID()
     /// Marks the queues this manager made contexts for. `DispatchQueue` wrappers are not
@@ -34,10 +47,13 @@ public final class ContextManager: @unchecked Sendable {
     /// The store a ``migratePersistentStore(to:directory:name:)`` moved the manager to, used
     /// instead of the delegate's until the delegate is set again.
     private var storeOverride: (type: StoreType, configuration: StoreConfiguration)?
+    /// Counts the closes: a load that began before one does not install its store.
+    private var closes = 0
 
     /// Creates a manager configured by `delegate` (every default when `nil`).
     public init(delegate: (any ContextManagerDelegate)? = nil) {
         self.storedDelegate = delegate
+        loadingQueue.setSpecific(key: loadingKey, value: true)
     }
 
     /// The configuration: model, store name, type and directory. Held strongly.
@@ -68,7 +84,7 @@ public final class ContextManager: @unchecked Sendable {
     ///
     /// - Throws: ``StoreError`` if the store cannot be opened (nothing is modified).
     public func loadPersistentStore() throws {
-        _ = try registryQueue.sync { try loadedCoordinator() }
+        _ = try loadedCoordinator()
     }
 
     /// The context confined to `DispatchQueue.main`.
@@ -82,11 +98,15 @@ public final class ContextManager: @unchecked Sendable {
     /// - Throws: ``StoreError`` if the store cannot be loaded.
     public var mainContext: ManagedObjectContext {
         get throws {
-            try registryQueue.sync {
+            if let existing = registryQueue.sync(execute: { storedMainContext }) {
+                return existing
+            }
+            let coordinator = try loadedCoordinator()
+            return try registryQueue.sync {
                 if let storedMainContext {
                     return storedMainContext
                 }
-                let context = try context(for: .main)
+                let context = try context(for: .main, coordinator: coordinator)
                 storedMainContext = context
                 return context
             }
@@ -100,7 +120,8 @@ public final class ContextManager: @unchecked Sendable {
     ///
     /// - Throws: ``StoreError`` if the store cannot be loaded.
     public func createContext(for queue: DispatchQueue) throws -> ManagedObjectContext {
-        try registryQueue.sync { try context(for: queue) }
+        let coordinator = try loadedCoordinator()
+        return try registryQueue.sync { try context(for: queue, coordinator: coordinator) }
     }
 
     /// A context on a new private serial queue.
@@ -136,19 +157,24 @@ public final class ContextManager: @unchecked Sendable {
     /// - Throws: ``StoreError`` if the store cannot be read (`.corrupted`, `.unsupportedFormat`,
     ///   `.io`), or cannot be inspected (a custom store without ``PersistentStore/inspect()``).
     public func migrationPlan() throws -> MigrationPlan {
-        try registryQueue.sync {
+        // The store is read outside the registry queue: the manager's other calls do not wait.
+        let (loaded, delegate, description) = try registryQueue.sync {
+            () throws -> (StoreCoordinator?, any ContextManagerDelegate, (StoreType, StoreConfiguration)?) in
             let delegate = storedDelegate ?? DefaultContextManagerDelegate()
-            let migrator = migrator(for: delegate)
             if let coordinator {
-                return MigrationPlan(
-                    storedVersionHash: coordinator.model.versionHash, currentVersionHash: coordinator.model.versionHash,
-                    changes: [], pendingSteps: [], problems: [],
-                    rowCount: coordinator.queue.sync { coordinator.rowCount })
+                return (coordinator, delegate, nil)
             }
-            let (type, configuration) = try storeDescription(of: delegate)
-            let store = try type.makeStore(configuration)
-            return migrator.plan(for: try store.inspect())
+            return (nil, delegate, try storeDescription(of: delegate))
         }
+        if let coordinator = loaded {
+            return MigrationPlan(
+                storedVersionHash: coordinator.model.versionHash, currentVersionHash: coordinator.model.versionHash,
+                changes: [], pendingSteps: [], problems: [],
+                rowCount: coordinator.queue.sync { coordinator.rowCount })
+        }
+        let (type, configuration) = description!
+        let store = try type.makeStore(configuration)
+        return migrator(for: delegate).plan(for: try store.inspect())
     }
 
     /// Converts the store to another type and/or place — Core Data's
@@ -187,9 +213,12 @@ public final class ContextManager: @unchecked Sendable {
     ///   closed after a failed write, and loads the original store again.
     @discardableResult
     public func migratePersistentStore(to type: StoreType, directory: URL? = nil, name: String? = nil) throws -> URL? {
-        try registryQueue.sync {
+        let loaded = try loadedCoordinator()
+        return try registryQueue.sync {
+            guard let coordinator, coordinator === loaded else {
+                throw StoreError(.closed, "The manager was closed while its store was loading for the conversion.")
+            }
             let delegate = storedDelegate ?? DefaultContextManagerDelegate()
-            let coordinator = try loadedCoordinator()
             let (_, current) = try storeDescription(of: delegate)
             var destination = current
             destination.directory = directory ?? current.directory
@@ -217,6 +246,7 @@ public final class ContextManager: @unchecked Sendable {
 
     /// ``close()``, on `registryQueue`.
     private func closeLocked() {
+        closes += 1
         let open = contexts.values.compactMap(\.context)
         for context in open {
             context.invalidate(.managerClosed)
@@ -266,8 +296,11 @@ public final class ContextManager: @unchecked Sendable {
 
     // MARK: Internals (on `registryQueue`)
 
-    private func context(for queue: DispatchQueue) throws -> ManagedObjectContext {
-        let coordinator = try loadedCoordinator()
+    /// The context confined to `queue`, on `coordinator` (the loaded one).
+    private func context(for queue: DispatchQueue, coordinator: StoreCoordinator) throws -> ManagedObjectContext {
+        guard coordinator === self.coordinator else {
+            throw StoreError(.closed, "The manager was closed while its store was loading; create the context again.")
+        }
         if let marker = queue.getSpecific(key: queueMarkerKey),
             let existing = contexts[ObjectIdentifier(marker)]?.context, existing.confinement.isValid
         {
@@ -292,19 +325,51 @@ public final class ContextManager: @unchecked Sendable {
         return context
     }
 
+    /// The loaded store's coordinator, loading the store first if needed: on `loadingQueue`, one
+    /// load at a time, outside `registryQueue` (so every other call of the manager goes on
+    /// while a store opens or migrates). Call off `registryQueue`.
+    ///
+    /// - Throws: ``StoreError`` from the load; `.closed` when the manager was closed meanwhile.
     private func loadedCoordinator() throws -> StoreCoordinator {
-        if let coordinator {
-            return coordinator
+        dispatchPrecondition(condition: .notOnQueue(registryQueue))
+        if let loaded = registryQueue.sync(execute: { coordinator }) {
+            return loaded
         }
-        let delegate = storedDelegate ?? DefaultContextManagerDelegate()
-        let name = delegate.persistentStoreName
-        let (type, configuration) = try storeDescription(of: delegate)
-        let store = try type.makeStore(configuration)
-        let coordinator = try StoreCoordinator(
-            model: delegate.managedObjectModel, store: store, label: name, migrator: migrator(for: delegate),
-            managerIdentifier: identifier)
-        self.coordinator = coordinator
-        return coordinator
+        guard DispatchQueue.getSpecific(key: loadingKey) == nil else {
+            fatalError(
+                "QueueData: a context or the store was asked of a ContextManager while it loads its store (from a "
+                    + "migration step or migrationDidProgress, say): the load cannot wait for itself. Note what you "
+                    + "need there, and use the manager once loadPersistentStore() (or the first context) returns.")
+        }
+        return try loadingQueue.sync {
+            // Another caller may have loaded the store while this one waited.
+            let (loaded, delegate, description, closesBefore) = try registryQueue.sync {
+                () throws -> (StoreCoordinator?, any ContextManagerDelegate, (StoreType, StoreConfiguration)?, Int) in
+                let delegate = storedDelegate ?? DefaultContextManagerDelegate()
+                if let coordinator {
+                    return (coordinator, delegate, nil, self.closes)
+                }
+                return (nil, delegate, try storeDescription(of: delegate), self.closes)
+            }
+            if let loaded {
+                return loaded
+            }
+            let (type, configuration) = description!
+            let store = try type.makeStore(configuration)
+            let opened = try StoreCoordinator(
+                model: delegate.managedObjectModel, store: store, label: delegate.persistentStoreName,
+                migrator: migrator(for: delegate), managerIdentifier: identifier)
+            let installed = registryQueue.sync { () -> Bool in
+                guard self.closes == closesBefore else { return false }
+                self.coordinator = opened
+                return true
+            }
+            guard installed else {
+                opened.queue.sync { opened.close() }
+                throw StoreError(.closed, "The manager was closed while its store was loading.")
+            }
+            return opened
+        }
     }
 
     /// The store the manager loads: the delegate's, or the one a conversion moved it to.

@@ -35,8 +35,11 @@ public protocol ContextManagerDelegate: Sendable {
     /// Hand-written migration steps, oldest first: each runs once per store, after the
     /// inferred changes (see ``MigrationStep``). Default: none.
     var migrationSteps: [MigrationStep] { get }
-    /// Called as a migration progresses, on the thread loading the store (which must not call
-    /// back into the manager: it is busy loading). Default: does nothing.
+    /// Called as a migration progresses, on the thread loading the store. The manager's other
+    /// calls (``ContextManager/delegate``, ``ContextManager/isStoreLoaded``, `close()`) work
+    /// meanwhile, here and on other threads: the store loads outside the queue they use. Asking
+    /// the manager for a context or the store from here traps with a message (the load cannot
+    /// wait for itself). Default: does nothing.
     func migrationDidProgress(_ progress: MigrationProgress)
 }
 
