@@ -44,35 +44,56 @@ private func returnsWhileLoading<Value: Sendable>(_ body: @escaping @Sendable ()
     return result.values.first
 }
 
+/// A load of the journal in `directory` that migrates it and stops at its first progress
+/// report until ``release()``: what the manager does meanwhile can be watched.
+private struct BlockedLoad {
+    let manager: ContextManager
+    private let started = DispatchSemaphore(value: 0)
+    private let gate = DispatchSemaphore(value: 0)
+    private let loading = DispatchGroup()
+    private let outcome = Recorder<Result<Void, StoreError>>()
+
+    /// Starts the load on another thread and returns once it reported progress (`nil` if it
+    /// never did).
+    init?(_ directory: TemporaryDirectory) throws {
+        try writeOldJournal(directory)
+        let first = Recorder<Bool>()
+        let (started, gate) = (started, gate)
+        manager = try loadingManager(directory) { _ in
+            if first.count == 0 {
+                first.record(true)
+                started.signal()
+                _ = gate.wait(timeout: .now() + 60)
+            }
+        }
+        let (manager, outcome) = (manager, outcome)
+        DispatchQueue.global().async(group: loading) {
+            outcome.record(Result { try manager.loadPersistentStore() }.mapError { $0 as! StoreError })
+        }
+        guard started.wait(timeout: .now() + 30) == .success else { return nil }
+    }
+
+    /// Lets the load go on, and returns how it ended (`nil` if it did not within 60 s).
+    func release() -> Result<Void, StoreError>? {
+        gate.signal()
+        guard loading.wait(timeout: .now() + 60) == .success else { return nil }
+        return outcome.values.first
+    }
+}
+
 @Suite("Loading the store off the manager's registry queue")
 struct LoadingTests {
     @Test("while a store migrates, the manager's other calls return at once; the load finishes after")
     func otherCallsDuringALongMigration() throws {
         let directory = TemporaryDirectory("loading-long")
-        try writeOldJournal(directory)
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let first = Recorder<Bool>()
-        let manager = try loadingManager(directory) { _ in
-            if first.count == 0 {
-                first.record(true)
-                started.signal()
-                _ = release.wait(timeout: .now() + 60)
-            }
-        }
+        let load = try #require(try BlockedLoad(directory), "the migration reported no progress")
+        let manager = load.manager
         defer { manager.close() }
-        let loaded = Recorder<Result<Void, StoreError>>()
-        let loading = DispatchGroup()
-        DispatchQueue.global().async(group: loading) {
-            loaded.record(Result { try manager.loadPersistentStore() }.mapError { $0 as! StoreError })
-        }
-        try #require(started.wait(timeout: .now() + 30) == .success, "the migration reported no progress")
         #expect(returnsWhileLoading { manager.isStoreLoaded } == false)
         #expect(returnsWhileLoading { manager.delegate != nil } == true)
         #expect(returnsWhileLoading { manager.managedObjectModel == nil } == true)
-        release.signal()
-        try #require(loading.wait(timeout: .now() + 60) == .success)
-        #expect((try? loaded.values.first?.get()) != nil, "\(loaded.values)")
+        let outcome = try #require(load.release(), "the load did not finish")
+        #expect((try? outcome.get()) != nil, "\(outcome)")
         #expect(manager.isStoreLoaded)
         let context = try manager.createContext()
         #expect(
@@ -110,28 +131,11 @@ struct LoadingTests {
     @Test("closing while the store loads abandons the load: it throws, and the store loads again after")
     func closeDuringLoad() throws {
         let directory = TemporaryDirectory("loading-close")
-        try writeOldJournal(directory)
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let first = Recorder<Bool>()
-        let manager = try loadingManager(directory) { _ in
-            if first.count == 0 {
-                first.record(true)
-                started.signal()
-                _ = release.wait(timeout: .now() + 60)
-            }
-        }
+        let load = try #require(try BlockedLoad(directory), "the migration reported no progress")
+        let manager = load.manager
         defer { manager.close() }
-        let loaded = Recorder<Result<Void, StoreError>>()
-        let loading = DispatchGroup()
-        DispatchQueue.global().async(group: loading) {
-            loaded.record(Result { try manager.loadPersistentStore() }.mapError { $0 as! StoreError })
-        }
-        try #require(started.wait(timeout: .now() + 30) == .success)
         #expect(returnsWhileLoading { manager.close() } != nil, "close() does not wait for the load")
-        release.signal()
-        try #require(loading.wait(timeout: .now() + 60) == .success)
-        guard case .failure(let error) = try #require(loaded.values.first) else {
+        guard case .failure(let error) = try #require(load.release(), "the load did not finish") else {
             Issue.record("a load the manager's close() overtook installed its store")
             return
         }
