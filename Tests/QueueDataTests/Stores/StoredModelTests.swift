@@ -246,6 +246,7 @@ struct StoredModelTests {
             ("unknown attribute", valid.replacingOccurrences(of: #"[["serial"]]"#, with: #"[["nope"]]"#)),
             ("empty constraint", valid.replacingOccurrences(of: #"[["serial"]]"#, with: #"[[]]"#)),
             ("not a list", valid.replacingOccurrences(of: #"[["serial"]]"#, with: #""serial""#)),
+            ("older version", valid.replacingOccurrences(of: #""version": 3"#, with: #""version": 2"#)),
         ]
         for (label, text) in cases {
             #expect(text != valid, "\(label)")

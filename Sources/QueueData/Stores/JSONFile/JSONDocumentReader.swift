@@ -90,6 +90,11 @@ enum JSONDocumentReader {
         guard version <= JSONDocumentWriter.formatVersion else { throw Problem.newerVersion(Int(version)) }
         guard let metadata else { throw Problem.malformed("the document has no metadata", offset: 0) }
         guard let schema else { throw Problem.malformed("the document has no schema", offset: 0) }
+        if version < 3, schema.contains(where: { !$0.uniquenessConstraints.isEmpty || $0.superentityName != nil }) {
+            throw Problem.malformed(
+                "the schema records superentities or uniqueness constraints, which need format version 3 "
+                    + "(the document says \(version))", offset: versionOffset)
+        }
         if let rowsRange, !rowsParsed {
             var rowScanner = JSONScanner(bytes)
             rowScanner.position = rowsRange.lowerBound
