@@ -147,7 +147,7 @@ extension ManagedObjectContext {
             }
         }
         if !missing.isEmpty {
-            let rows = try coordinator.queue.sync {
+            let rows = try coordinator.sync {
                 try missing.map { entityIndex, keys in
                     (entityIndex, try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: keys))
                 }

@@ -152,7 +152,7 @@ extension ManagedObjectContext {
         _ body: (Candidate) throws -> Bool
     ) throws {
         let entityIndexes = self.fetchedEntityIndexes(for: request)
-        let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
+        let snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
         let predicate = request.predicate.map(matcher(for:))
         let constraint = request.attributeConstraint
         for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
@@ -252,7 +252,7 @@ extension ManagedObjectContext {
 
     private func countWithoutPredicate<Result>(_ request: FetchRequest<Result>) throws -> Int {
         let entityIndexes = self.fetchedEntityIndexes(for: request)
-        let snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
+        let snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
         var count = snapshots.reduce(0) { $0 + $1.liveCount }
         if request.includesPendingChanges {
             let entitySet = Set(entityIndexes)

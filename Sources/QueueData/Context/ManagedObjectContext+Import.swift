@@ -167,7 +167,7 @@ private final class RecordImporter {
         func save() throws {
             guard !batch.isEmpty else { return }
             let coordinator = context.coordinator
-            let firstNewKey = try coordinator.queue.sync { () throws -> Int64 in
+            let firstNewKey = try coordinator.sync { () throws -> Int64 in
                 guard coordinator.store != nil else { throw StoreError(.closed, "The store was closed.") }
                 return coordinator.tables[entityIndex].nextPrimaryKey
             }

@@ -18,7 +18,7 @@ extension ManagedObjectContext {
         if !missing.isEmpty {
             let coordinator = self.coordinator
             let rows =
-                (try? coordinator.queue.sync {
+                (try? coordinator.sync {
                     try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: missing)
                 }) ?? []
             for case let row? in rows where registry[entityIndex][row.primaryKey] == nil {

@@ -131,7 +131,7 @@ extension ManagedObjectContext {
         }
 
         let coordinator = self.coordinator
-        let outcome = try coordinator.queue.sync { try coordinator.commit(request) }
+        let outcome = try coordinator.sync { try coordinator.commit(request) }
         if let ticket = outcome.durabilityTicket {
             // Group commit: other contexts' saves are appended while this one waits for the disk.
             try coordinator.waitUntilDurable(ticket)
@@ -479,7 +479,7 @@ extension ManagedObjectContext {
         let key = object._objectID.rawValue
         let coordinator = self.coordinator
         let lookup = Result {
-            try coordinator.queue.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
+            try coordinator.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
         }
         guard case .success(let found) = lookup else {
             // The store is closed: nothing to refresh from, and nothing is known to be deleted.

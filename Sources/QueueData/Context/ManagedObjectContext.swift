@@ -305,7 +305,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             return registered
         }
         guard !objectID.isTemporaryID else { return nil }
-        let row = try? coordinator.queue.sync {
+        let row = try? coordinator.sync {
             try coordinator.committedRow(entityIndex: entityIndex, primaryKey: objectID.rawValue)
         }
         guard let row = row ?? nil else { return nil }

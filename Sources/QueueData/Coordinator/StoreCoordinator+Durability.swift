@@ -13,7 +13,7 @@ import Dispatch
 /// synchronization fails every save it was to cover and every later one: the store refuses
 /// commits until its manager loads it again.
 ///
-/// The only nesting is the synchronization queue calling `queue.sync`; nothing on `queue` waits
+/// The only nesting is the synchronization queue calling ``sync(_:)``; nothing on `queue` waits
 /// for the synchronization queue (a store may only enqueue work there), so the two cannot
 /// deadlock.
 extension StoreCoordinator {
@@ -52,6 +52,9 @@ extension StoreCoordinator {
         guard let synchronizationQueue else {
             preconditionFailure("QueueData: only the commits of a store with group commit wait for a synchronization")
         }
+        // A wait from either queue would wait for itself.
+        dispatchPrecondition(condition: .notOnQueue(synchronizationQueue))
+        dispatchPrecondition(condition: .notOnQueue(queue))
         try synchronizationQueue.sync {
             // Saves appended while the previous synchronization ran queue up here; the first of
             // them synchronizes for all, the others find themselves covered without a hop to
@@ -59,7 +62,7 @@ extension StoreCoordinator {
             if synchronizedCommits >= ticket {
                 return
             }
-            let pending = try queue.sync {
+            let pending = try sync {
                 () throws -> (target: Int, run: StoreSynchronization, tables: [EntityTable])? in
                 if durableCommits >= ticket {
                     return nil
@@ -84,7 +87,7 @@ extension StoreCoordinator {
             do {
                 try pending.run.run()
             } catch {
-                throw queue.sync { () -> StoreError in
+                throw sync { () -> StoreError in
                     let failure =
                         store?.synchronizationFailed(error)
                         ?? StoreError(
@@ -95,7 +98,7 @@ extension StoreCoordinator {
                 }
             }
             synchronizedCommits = pending.target
-            queue.sync {
+            sync {
                 didBecomeDurable(through: pending.target, tables: pending.tables)
             }
         }

@@ -3,15 +3,19 @@ import Foundation
 
 /// Owns a store and its committed rows; commits the contexts' saves one at a time.
 ///
-/// Every method runs on the coordinator's private serial queue (contexts call in with
-/// `queue.sync`), which serializes saves and makes conflict checks and commits one step:
-/// no other save can slip in between.
+/// Every method runs on the coordinator's serial queue (contexts, the manager and the
+/// synchronization queue call in with ``sync(_:)``, which traps on re-entrance instead of
+/// deadlocking), which serializes saves and makes conflict checks and commits one step: no
+/// other save can slip in between. The main entry points check they are on it.
 ///
 /// `@unchecked Sendable`: the mutable state (`tables`, `store`, ...) is only touched
 /// on `queue`, except `synchronizedCommits`, only touched on the journal's synchronization
 /// queue; everything else is immutable after `init`.
 final class StoreCoordinator: @unchecked Sendable {
+    /// Where all state lives: enter it with ``sync(_:)``, never `queue.sync` directly.
     let queue: DispatchQueue
+    /// Marks `queue`, for ``sync(_:)``'s re-entrance check.
+    let queueKey = DispatchSpecificKey<Bool>()
     /// Identifies this coordinator in save notifications, so that only its contexts merge them.
     let identifier = UUID()
     /// The manager that made this coordinator (its change streams follow every coordinator it
@@ -65,6 +69,7 @@ final class StoreCoordinator: @unchecked Sendable {
         managerIdentifier: UUID? = nil
     ) throws {
         self.queue = DispatchQueue(label: "QueueData.StoreCoordinator.\(label)")
+        queue.setSpecific(key: queueKey, value: true)
         self.model = model
         self.managerIdentifier = managerIdentifier
         var contents = try store.open(for: model)
@@ -118,6 +123,7 @@ final class StoreCoordinator: @unchecked Sendable {
     /// Closes the store when the last context and the manager are gone without `close()`,
     /// so its files and lock are released.
     deinit {
+        // Nobody else holds the coordinator any more: its state is this thread's now.
         store?.close()
     }
 
@@ -306,18 +312,21 @@ final class StoreCoordinator: @unchecked Sendable {
 
     /// Snapshots of the given entities' committed rows.
     func snapshots(of entityIndexes: [Int]) throws -> [TableSnapshot] {
+        assertOnQueue()
         try checkOpen()
         return entityIndexes.map { durableTables[$0].snapshot }
     }
 
     /// The committed row of one object, if it exists.
     func committedRow(entityIndex: Int, primaryKey: Int64) throws -> CommittedRow? {
+        assertOnQueue()
         try checkOpen()
         return durableTables[entityIndex].row(for: primaryKey)
     }
 
     /// The committed rows of several objects of one entity (`nil` for missing ones).
     func committedRows(entityIndex: Int, primaryKeys: [Int64]) throws -> [CommittedRow?] {
+        assertOnQueue()
         try checkOpen()
         return primaryKeys.map { durableTables[entityIndex].row(for: $0) }
     }
@@ -347,6 +356,7 @@ final class StoreCoordinator: @unchecked Sendable {
     /// - Throws: ``MergeConflictError`` for conflicts the policy leaves failing;
     ///   ``StoreError`` when the store cannot commit. Nothing is applied on failure.
     func commit(_ request: SaveRequest) throws -> SaveOutcome {
+        assertOnQueue()
         guard let store else {
             throw StoreError(.closed, "The store was closed; its manager must load it again.")
         }
@@ -711,6 +721,7 @@ final class StoreCoordinator: @unchecked Sendable {
     ///
     /// - Throws: ``StoreError/Code/closed`` when the store was closed.
     func durableState() throws -> StoreState {
+        assertOnQueue()
         try checkOpen()
         return state(of: durableTables)
     }
@@ -738,6 +749,7 @@ final class StoreCoordinator: @unchecked Sendable {
     /// - Throws: ``StoreError`` if the store is closed or the compaction failed (the store
     ///   still holds every committed save).
     func compact() throws {
+        assertOnQueue()
         guard let store else {
             throw StoreError(.closed, "The store was closed; its manager must load it again.")
         }
@@ -748,6 +760,7 @@ final class StoreCoordinator: @unchecked Sendable {
 
     /// Closes the store. Later calls throw ``StoreError/Code/closed``.
     func close() {
+        assertOnQueue()
         store?.close()
         store = nil
         tables = []

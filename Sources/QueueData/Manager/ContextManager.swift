@@ -144,7 +144,7 @@ public final class ContextManager: @unchecked Sendable {
             }
             return coordinator
         }
-        try loaded.queue.sync { try loaded.compact() }
+        try loaded.sync { try loaded.compact() }
     }
 
     /// What loading the store would do to migrate it to the delegate's model: a dry run that
@@ -170,7 +170,7 @@ public final class ContextManager: @unchecked Sendable {
             return MigrationPlan(
                 storedVersionHash: coordinator.model.versionHash, currentVersionHash: coordinator.model.versionHash,
                 changes: [], pendingSteps: [], problems: [],
-                rowCount: coordinator.queue.sync { coordinator.rowCount })
+                rowCount: coordinator.sync { coordinator.rowCount })
         }
         let (type, configuration) = description!
         let store = try type.makeStore(configuration)
@@ -227,7 +227,7 @@ public final class ContextManager: @unchecked Sendable {
             // Everything checkable is checked before closing: a refused call leaves every
             // context working.
             try StoreConversion.checkDestination(type, configuration: destination)
-            let state = try coordinator.queue.sync { try coordinator.durableState() }
+            let state = try coordinator.sync { try coordinator.durableState() }
             closeLocked()
             let url = try StoreConversion.write(state, model: coordinator.model, as: type, configuration: destination)
             storeOverride = (type, destination)
@@ -254,7 +254,7 @@ public final class ContextManager: @unchecked Sendable {
         storedMainContext = nil
         contexts = [:]
         if let coordinator {
-            coordinator.queue.sync { coordinator.close() }
+            coordinator.sync { coordinator.close() }
         }
         coordinator = nil
         _ = open
@@ -365,7 +365,7 @@ public final class ContextManager: @unchecked Sendable {
                 return true
             }
             guard installed else {
-                opened.queue.sync { opened.close() }
+                opened.sync { opened.close() }
                 throw StoreError(.closed, "The manager was closed while its store was loading.")
             }
             return opened

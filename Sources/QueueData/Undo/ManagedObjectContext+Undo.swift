@@ -166,7 +166,7 @@ extension ManagedObjectContext {
         if !saved.isEmpty {
             let coordinator = self.coordinator
             guard
-                let rows = try? coordinator.queue.sync(execute: {
+                let rows = try? coordinator.sync({
                     try coordinator.committedRows(entityIndex: destinationIndex, primaryKeys: saved)
                 })
             else {

@@ -164,3 +164,62 @@ struct LoadingTests {
         #expect(message.contains("while it loads its store"), "\(message)")
     }
 }
+
+/// A store that runs `hook` inside each commit (on the coordinator's queue), then commits to
+/// an in-memory store: how a store that calls back into QueueData behaves.
+private final class CallingBackStore: PersistentStore, @unchecked Sendable {
+    let inner = InMemoryStore()
+    let hook: @Sendable () -> Void
+
+    init(hook: @escaping @Sendable () -> Void) {
+        self.hook = hook
+    }
+
+    func open(for model: ManagedObjectModel) throws -> StoreContents { try inner.open(for: model) }
+
+    func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
+        hook()
+        try inner.commit(changes, resultingState: resultingState)
+    }
+
+    func close() { inner.close() }
+}
+
+@Suite("The store coordinator's confinement")
+struct CoordinatorConfinementTests {
+    @Test("a store that calls back into its manager during a commit traps with a message instead of deadlocking")
+    func reentrantCallTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let box = Recorder<ContextManager>()
+            let store = CallingBackStore { try? box.values.first?.compactPersistentStore() }
+            let manager = ContextManager(delegate: TestStoreDelegate(storeType: .custom { _ in store }))
+            box.record(manager)
+            let context = try manager.createContext()
+            try context.performAndWait {
+                context.insert(Destination.self).name = "x"
+                try context.save()
+            }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("entered from its own queue"), "\(message)")
+    }
+
+    @Test("a store that reads through a context during a commit traps instead of deadlocking")
+    func nestedReentrantCallTraps() async {
+        // libdispatch's own assertion: the process ends (the message is libdispatch's).
+        await #expect(processExitsWith: .failure) {
+            let box = Recorder<ManagedObjectContext>()
+            let store = CallingBackStore {
+                guard let reader = box.values.first else { return }
+                _ = reader.performAndWait { try? reader.count(for: FetchRequest<Destination>()) }
+            }
+            let manager = ContextManager(delegate: TestStoreDelegate(storeType: .custom { _ in store }))
+            box.record(try manager.createContext())
+            let context = try manager.createContext()
+            try context.performAndWait {
+                context.insert(Destination.self).name = "x"
+                try context.save()
+            }
+        }
+    }
+}
