@@ -130,6 +130,12 @@ extension ManagedObjectContext {
             return
         }
 
+        if parent != nil {
+            // A child's save goes to its parent, not to the store.
+            try pushToParent(
+                request, inserts: inserts, updates: updates, savedUpdates: savedUpdates + restoring, deletes: deletes)
+            return
+        }
         let coordinator = self.coordinator
         let outcome = try coordinator.queue.sync { try coordinator.commit(request) }
         if let ticket = outcome.durabilityTicket {
@@ -225,6 +231,11 @@ extension ManagedObjectContext {
             changedByCommit.append(object._objectID)
         }
         clearPendingChanges()
+        if permanentKeysForChildren != nil {
+            for (temporary, permanent) in reidentified {
+                permanentKeysForChildren![temporary.rawValue] = permanent.rawValue
+            }
+        }
         if let undoManager {
             undoManager.didSave(
                 permanentKeys: reidentified.map { ($0.0.rawValue, $0.1.rawValue) }
@@ -381,7 +392,7 @@ extension ManagedObjectContext {
         return failures
     }
 
-    private func clearPendingChanges() {
+    func clearPendingChanges() {
         pendingInserts.removeAll()
         pendingUpdates.removeAll()
         pendingDeletes.removeAll()
@@ -479,7 +490,10 @@ extension ManagedObjectContext {
         let key = object._objectID.rawValue
         let coordinator = self.coordinator
         let lookup = Result {
-            try coordinator.queue.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
+            if parent != nil {
+                return try baseRows(entityIndex: entityIndex, primaryKeys: [key])[0]
+            }
+            return try coordinator.queue.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
         }
         guard case .success(let found) = lookup else {
             // The store is closed: nothing to refresh from, and nothing is known to be deleted.

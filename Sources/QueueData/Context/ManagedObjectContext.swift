@@ -23,6 +23,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public let queue: DispatchQueue
     /// The context's name, used in trap messages (the queue's label unless given).
     public let name: String
+    /// The context a child context reads from and saves into (see ``newChildContext()``);
+    /// `nil` for a context of the manager, which reads from and saves to the store. Readable
+    /// from anywhere.
+    public let parent: ManagedObjectContext?
 
     let confinement: QueueConfinement
     let coordinator: StoreCoordinator
@@ -57,6 +61,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var mergePolicyValue: MergePolicy = .error
     /// The undo manager recording the context's changes (see ``undoManager``).
     var undoManagerValue: UndoManager?
+    /// The permanent keys the context's saves gave to temporary keys, kept once a child
+    /// context was made (its objects keep the temporary IDs it pushed): temporary → permanent.
+    var permanentKeysForChildren: [Int64: Int64]?
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
     ///   for the private contexts of asynchronous fetches, which only read committed rows).
@@ -65,11 +72,13 @@ public final class ManagedObjectContext: @unchecked Sendable {
         name: String?,
         coordinator: StoreCoordinator,
         observesSaves: Bool = true,
+        parent: ManagedObjectContext? = nil,
         onDeinit: @escaping @Sendable () -> Void
     ) {
         let name = name ?? (queue.label.isEmpty ? "unnamed" : queue.label)
         self.queue = queue
         self.name = name
+        self.parent = parent
         self.coordinator = coordinator
         self.model = coordinator.model
         self.onDeinit = onDeinit
@@ -304,6 +313,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
         if let registered = registry[entityIndex][objectID.rawValue] {
             return registered
         }
+        if parent != nil {
+            guard let row = (try? baseRows(entityIndex: entityIndex, primaryKeys: [objectID.rawValue]))?.first,
+                let row
+            else { return nil }
+            return register(makeObject(entityIndex: entityIndex, row: row))
+        }
         guard !objectID.isTemporaryID else { return nil }
         let row = try? coordinator.queue.sync {
             try coordinator.committedRow(entityIndex: entityIndex, primaryKey: objectID.rawValue)
@@ -325,7 +340,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             throw ContextError(
                 .objectNotFound,
                 "No \(objectID.entityName) object with ID \(objectID) exists in context '\(name)'"
-                    + (objectID.isTemporaryID ? " (a temporary ID: save its context first)." : "."),
+                    + (objectID.isTemporaryID && parent == nil ? " (a temporary ID: save its context first)." : "."),
                 objectID: objectID)
         }
         guard let typed = object as? Object else {

@@ -1,0 +1,156 @@
+import Dispatch
+import Foundation
+
+extension ManagedObjectContext {
+    /// Makes a child context on a new private serial queue: a scratchpad whose ``save()``
+    /// pushes its changes into this context instead of the store.
+    ///
+    /// See ``newChildContext(for:)``.
+    ///
+    /// - Important: Call on the context's queue.
+    public func newChildContext() -> ManagedObjectContext {
+        checkConfined()
+        return makeChild(queue: DispatchQueue(label: "QueueData.ChildContext.\(UUID().uuidString.prefix(8))"))
+    }
+
+    /// Makes a child context confined to `queue`: a scratchpad whose ``save()`` pushes its
+    /// changes into this context (its ``parent``) instead of the store.
+    ///
+    /// As Core Data's nested contexts:
+    /// - Fetches, ``object(with:)`` and relationships of the child read what the parent has at
+    ///   that moment: the store's rows with the parent's unsaved inserts and updates, without
+    ///   its pending deletions. (The child copies them as values on the parent's queue.)
+    ///   Objects the child already holds keep their values until it refreshes them.
+    /// - The child's ``save()`` runs `willSave()`, the delete rules and validation as any
+    ///   save, then hands the inserts, updates and deletions to the parent, where they become
+    ///   the parent's unsaved changes (its next ``save()`` makes them durable). Nothing reaches
+    ///   the store, and no ``didSaveNotification`` is posted. Objects keep their IDs across
+    ///   the push: a temporary ID of the child names the same inserted object in the parent.
+    /// - When the parent changed an object since the child read it, the child's
+    ///   ``mergePolicy`` decides (``MergePolicy/error``, the default, throws
+    ///   ``MergeConflictError`` and pushes nothing).
+    /// - The child merges no other context's saves; it sees them through its parent when it
+    ///   reads.
+    /// - To throw the child's changes away, drop it (or call ``reset()`` or ``rollback()``):
+    ///   nothing reaches the parent until the child saves.
+    ///
+    /// The child keeps its parent alive. It reads from and saves into the parent with
+    /// `parent.queue.sync` (or directly, when the parent's queue is already the current one), so
+    /// it must never be used from a block the parent's queue is waiting on. Asynchronous and
+    /// batched fetches, export and import read the store, not the parent: use them on the
+    /// parent.
+    ///
+    /// - Parameter queue: A serial queue; it may be the parent's queue.
+    /// - Important: Call on the context's queue.
+    public func newChildContext(for queue: DispatchQueue) -> ManagedObjectContext {
+        checkConfined()
+        return makeChild(queue: queue)
+    }
+
+    private func makeChild(queue: DispatchQueue) -> ManagedObjectContext {
+        if permanentKeysForChildren == nil {
+            permanentKeysForChildren = [:]
+        }
+        return ManagedObjectContext(
+            queue: queue, name: nil, coordinator: coordinator, observesSaves: false, parent: self, onDeinit: {})
+    }
+
+    // MARK: Reading through the parent
+
+    /// Runs `body` on the parent's queue, in its confinement: inline when that queue is current
+    /// (a child on its parent's queue, or a parent block waiting in the child's
+    /// `performAndWait`), otherwise with `parent.queue.sync`.
+    func withParent<Result>(_ body: (ManagedObjectContext) throws -> Result) rethrows -> Result {
+        let parent = self.parent!
+        if parent.confinement.isCurrent {
+            return try parent.confinement.withMarkedBlock {
+                try body(parent)
+            }
+        }
+        // A parent queue waiting on this one would deadlock: trap instead.
+        dispatchPrecondition(condition: .notOnQueue(parent.queue))
+        return try parent.queue.sync {
+            parent.checkConfined()
+            return try parent.confinement.withMarkedBlock {
+                try body(parent)
+            }
+        }
+    }
+
+    /// The rows of `entityIndexes` as a child of this context reads them (on this context's
+    /// queue when it is a parent): the committed rows, and by primary key the rows this
+    /// context and its ancestors changed (a deleted row has version 0).
+    func baseView(of entityIndexes: [Int]) throws -> ([TableSnapshot], [[Int64: CommittedRow]]) {
+        try withParent { parent in
+            var (snapshots, overlays): ([TableSnapshot], [[Int64: CommittedRow]])
+            if parent.parent != nil {
+                (snapshots, overlays) = try parent.baseView(of: entityIndexes)
+            } else {
+                let coordinator = parent.coordinator
+                snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
+                overlays = Array(repeating: [:], count: entityIndexes.count)
+            }
+            var positions: [Int: Int] = [:]
+            for (position, entityIndex) in entityIndexes.enumerated() where positions[entityIndex] == nil {
+                positions[entityIndex] = position
+            }
+            for object in parent.pendingInserts + parent.pendingUpdates + parent.pendingDeletes {
+                guard let position = positions[object._objectID.key.entityIndex!],
+                    let row = Self.childRow(of: object)
+                else { continue }
+                overlays[position][object._objectID.rawValue] = row
+            }
+            return (snapshots, overlays)
+        }
+    }
+
+    /// The rows with `primaryKeys` as a child of this context reads them (`nil`: no such
+    /// object, or deleted).
+    func baseRows(entityIndex: Int, primaryKeys: [Int64]) throws -> [CommittedRow?] {
+        try withParent { parent in
+            var rows = [CommittedRow?](repeating: nil, count: primaryKeys.count)
+            var unknown: [Int] = []
+            for (position, key) in primaryKeys.enumerated() {
+                if let object = parent.registry[entityIndex][key], let row = Self.childRow(of: object) {
+                    rows[position] = row.isDeleted ? nil : row
+                } else {
+                    unknown.append(position)
+                }
+            }
+            guard !unknown.isEmpty else { return rows }
+            let keys = unknown.map { primaryKeys[$0] }
+            let found: [CommittedRow?]
+            if parent.parent != nil {
+                found = try parent.baseRows(entityIndex: entityIndex, primaryKeys: keys)
+            } else {
+                let coordinator = parent.coordinator
+                found = try coordinator.queue.sync {
+                    try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: keys.filter { $0 > 0 })
+                }
+                var positive = found.makeIterator()
+                for (position, key) in zip(unknown, keys) where key > 0 {
+                    rows[position] = positive.next() ?? nil
+                }
+                return rows
+            }
+            for (position, row) in zip(unknown, found) {
+                rows[position] = row
+            }
+            return rows
+        }
+    }
+
+    /// What a child reads for `object` of its parent when the parent changed it: its current
+    /// values (version 0 when it is deleted); `nil` when the parent has no change to it.
+    static func childRow(of object: ManagedObject) -> CommittedRow? {
+        let state = object._state
+        guard !state.contains(.detached) else { return nil }
+        if state.contains(.deleted) {
+            return CommittedRow(primaryKey: object._objectID.rawValue, version: 0, values: [])
+        }
+        guard state.contains(.inserted) || state.contains(.updated) else { return nil }
+        return CommittedRow(
+            primaryKey: object._objectID.rawValue, version: Swift.max(object._snapshotVersion, 1),
+            values: Array(UnsafeBufferPointer(start: object._values, count: object.entity.columnCount)))
+    }
+}
