@@ -202,7 +202,9 @@ extension ManagedObjectContext {
         }
         guard key > 0 else { return nil }
         let coordinator = self.coordinator
-        let row = try? coordinator.queue.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
+        let row = try? coordinator.queue.sync {
+            try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key)
+        }
         return (row ?? nil)?.values
     }
 

@@ -493,7 +493,9 @@ extension ManagedObjectContext {
             if parent != nil {
                 return try baseRows(entityIndex: entityIndex, primaryKeys: [key])[0]
             }
-            return try coordinator.queue.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
+            return try coordinator.queue.sync {
+                try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key)
+            }
         }
         guard case .success(let found) = lookup else {
             // The store is closed: nothing to refresh from, and nothing is known to be deleted.
