@@ -81,62 +81,133 @@ extension ManagedObjectContext {
     /// queue when it is a parent): the committed rows, and by primary key the rows this
     /// context and its ancestors changed (a deleted row has version 0).
     func baseView(of entityIndexes: [Int]) throws -> ([TableSnapshot], [[Int64: CommittedRow]]) {
-        try withParent { parent in
-            var (snapshots, overlays): ([TableSnapshot], [[Int64: CommittedRow]])
-            if parent.parent != nil {
-                (snapshots, overlays) = try parent.baseView(of: entityIndexes)
-            } else {
-                let coordinator = parent.coordinator
-                snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
-                overlays = Array(repeating: [:], count: entityIndexes.count)
-            }
-            var positions: [Int: Int] = [:]
-            for (position, entityIndex) in entityIndexes.enumerated() where positions[entityIndex] == nil {
-                positions[entityIndex] = position
-            }
-            for object in parent.pendingInserts + parent.pendingUpdates + parent.pendingDeletes {
-                guard let position = positions[object._objectID.key.entityIndex!],
-                    let row = Self.childRow(of: object)
-                else { continue }
-                overlays[position][object._objectID.rawValue] = row
-            }
-            return (snapshots, overlays)
+        let pending = temporaryKeysFromParent
+        let (view, adopted) = try withParent { parent in
+            (try parent.view(ofEntities: entityIndexes), parent.permanentKeys(for: pending))
         }
+        adoptPermanentKeys(adopted)
+        return view
+    }
+
+    /// What ``baseView(of:)`` reads, on the parent's queue.
+    private func view(ofEntities entityIndexes: [Int]) throws -> ([TableSnapshot], [[Int64: CommittedRow]]) {
+        var (snapshots, overlays): ([TableSnapshot], [[Int64: CommittedRow]])
+        if parent != nil {
+            (snapshots, overlays) = try baseView(of: entityIndexes)
+        } else {
+            let coordinator = coordinator
+            snapshots = try coordinator.queue.sync { try coordinator.snapshots(of: entityIndexes) }
+            overlays = Array(repeating: [:], count: entityIndexes.count)
+        }
+        var positions: [Int: Int] = [:]
+        for (position, entityIndex) in entityIndexes.enumerated() where positions[entityIndex] == nil {
+            positions[entityIndex] = position
+        }
+        for object in pendingInserts + pendingUpdates + pendingDeletes {
+            guard let position = positions[object._objectID.key.entityIndex!],
+                let row = Self.childRow(of: object)
+            else { continue }
+            overlays[position][object._objectID.rawValue] = row
+        }
+        return (snapshots, overlays)
     }
 
     /// The rows with `primaryKeys` as a child of this context reads them (`nil`: no such
     /// object, or deleted).
     func baseRows(entityIndex: Int, primaryKeys: [Int64]) throws -> [CommittedRow?] {
-        try withParent { parent in
-            var rows = [CommittedRow?](repeating: nil, count: primaryKeys.count)
-            var unknown: [Int] = []
-            for (position, key) in primaryKeys.enumerated() {
-                if let object = parent.registry[entityIndex][key], let row = Self.childRow(of: object) {
-                    rows[position] = row.isDeleted ? nil : row
-                } else {
-                    unknown.append(position)
-                }
-            }
-            guard !unknown.isEmpty else { return rows }
-            let keys = unknown.map { primaryKeys[$0] }
-            let found: [CommittedRow?]
-            if parent.parent != nil {
-                found = try parent.baseRows(entityIndex: entityIndex, primaryKeys: keys)
+        let pending = temporaryKeysFromParent
+        let (rows, adopted) = try withParent { parent in
+            (try parent.rows(entityIndex: entityIndex, primaryKeys: primaryKeys), parent.permanentKeys(for: pending))
+        }
+        adoptPermanentKeys(adopted)
+        return rows
+    }
+
+    /// What ``baseRows(entityIndex:primaryKeys:)`` reads, on the parent's queue.
+    private func rows(entityIndex: Int, primaryKeys: [Int64]) throws -> [CommittedRow?] {
+        // Temporary keys this context has saved since a child read them: their rows.
+        let primaryKeys =
+            permanentKeysForChildren.map { saved in primaryKeys.map { saved[$0] ?? $0 } } ?? primaryKeys
+        var rows = [CommittedRow?](repeating: nil, count: primaryKeys.count)
+        var unknown: [Int] = []
+        for (position, key) in primaryKeys.enumerated() {
+            if let object = registry[entityIndex][key], let row = Self.childRow(of: object) {
+                rows[position] = row.isDeleted ? nil : row
             } else {
-                let coordinator = parent.coordinator
-                found = try coordinator.queue.sync {
-                    try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: keys.filter { $0 > 0 })
-                }
-                var positive = found.makeIterator()
-                for (position, key) in zip(unknown, keys) where key > 0 {
-                    rows[position] = positive.next() ?? nil
-                }
-                return rows
+                unknown.append(position)
             }
-            for (position, row) in zip(unknown, found) {
-                rows[position] = row
+        }
+        guard !unknown.isEmpty else { return rows }
+        let keys = unknown.map { primaryKeys[$0] }
+        let found: [CommittedRow?]
+        if parent != nil {
+            found = try baseRows(entityIndex: entityIndex, primaryKeys: keys)
+        } else {
+            let coordinator = coordinator
+            found = try coordinator.queue.sync {
+                try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: keys.filter { $0 > 0 })
+            }
+            var positive = found.makeIterator()
+            for (position, key) in zip(unknown, keys) where key > 0 {
+                rows[position] = positive.next() ?? nil
             }
             return rows
+        }
+        for (position, row) in zip(unknown, found) {
+            rows[position] = row
+        }
+        return rows
+    }
+
+    /// The permanent keys this context's saves gave to `temporary` keys (on its queue).
+    func permanentKeys(
+        for temporary: [(entityIndex: Int, key: Int64)]
+    ) -> [(entityIndex: Int, temporary: Int64, permanent: Int64)] {
+        guard !temporary.isEmpty, let saved = permanentKeysForChildren, !saved.isEmpty else { return [] }
+        return temporary.compactMap { item in saved[item.key].map { (item.entityIndex, item.key, $0) } }
+    }
+
+    /// Gives a child's objects the permanent IDs its parent's save gave them, and updates
+    /// every reference to them (on the child's queue).
+    func adoptPermanentKeys(_ adopted: [(entityIndex: Int, temporary: Int64, permanent: Int64)]) {
+        guard !adopted.isEmpty else { return }
+        var reidentified: [(ObjectID, ObjectID)] = []
+        for (entityIndex, temporary, permanent) in adopted {
+            adoptedPermanentKeys[temporary] = permanent
+            guard let object = registry[entityIndex][temporary] else { continue }
+            registry[entityIndex][temporary] = nil
+            let temporaryID = object._objectID
+            object._objectID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: permanent)
+            registry[entityIndex][permanent] = object
+            reidentified.append((temporaryID, object._objectID))
+        }
+        let done = Set(adopted.map(\.temporary))
+        temporaryKeysFromParent.removeAll { done.contains($0.key) }
+        let keys = adoptedPermanentKeys
+        func renamed(_ value: StoredValue, _ relationship: RelationshipDescription) -> StoredValue? {
+            let old = RelationshipKeys.decode(value)
+            guard old.contains(where: { $0 < 0 && keys[$0] != nil }) else { return nil }
+            return RelationshipKeys.encode(old.map { keys[$0] ?? $0 }, for: relationship)
+        }
+        // The same relationships, under the new keys: not a change.
+        for (entityIndex, objects) in registry.enumerated() {
+            let entity = model.entities[entityIndex]
+            guard !entity.relationships.isEmpty else { continue }
+            for object in objects.values {
+                for (offset, relationship) in entity.relationships.enumerated() {
+                    let slot = entity.attributes.count + offset
+                    if let value = renamed(object._values[slot], relationship) {
+                        object._values[slot] = value
+                    }
+                    if let snapshotValue = object._snapshot?[slot], let value = renamed(snapshotValue, relationship) {
+                        object._snapshot![slot] = value
+                    }
+                }
+            }
+        }
+        undoManagerValue?.didSave(permanentKeys: adopted.map { ($0.temporary, $0.permanent) })
+        if !reidentified.isEmpty {
+            postObjectsDidChange(ObjectsDidChange(reidentified: reidentified))
         }
     }
 

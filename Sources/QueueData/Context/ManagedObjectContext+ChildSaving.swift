@@ -15,8 +15,18 @@ extension ManagedObjectContext {
         savedUpdates: [ManagedObject],
         deletes: [ManagedObject]
     ) throws {
-        try withParent { parent in
-            try parent.applyChildSave(request)
+        // A deleted object's relationships as the child left them (a deletion's own changes
+        // are not updates), so that the parent's delete rules see what the child's did.
+        let deletedValues = deletes.map {
+            Array(UnsafeBufferPointer(start: $0._values, count: $0.entity.columnCount))
+        }
+        let pending = temporaryKeysFromParent
+        let adopted = try withParent { parent in
+            try parent.applyChildSave(request, deletedValues: deletedValues)
+            return parent.permanentKeys(for: pending)
+        }
+        for object in inserts where !object._state.contains(.detached) {
+            temporaryKeysFromParent.append((object._objectID.key.entityIndex!, object._objectID.rawValue))
         }
         for object in inserts + savedUpdates where !object._state.contains(.detached) {
             object._snapshot = Array(UnsafeBufferPointer(start: object._values, count: object.entity.columnCount))
@@ -34,25 +44,34 @@ extension ManagedObjectContext {
         for object in inserts + savedUpdates + deletes {
             object.didSave()
         }
+        adoptPermanentKeys(adopted)
     }
 
     /// What a pushed change does to one object of the parent.
     private enum ChildWrite {
         case write(entityIndex: Int, key: Int64, values: [StoredValue])
-        case delete(entityIndex: Int, key: Int64)
+        case delete(entityIndex: Int, key: Int64, values: [StoredValue]?)
     }
 
     /// Takes a child's save as this context's own unsaved changes (on this context's queue).
     /// Checks every object first, so that a conflict the policy does not settle changes nothing.
-    func applyChildSave(_ request: SaveRequest) throws {
+    func applyChildSave(_ request: SaveRequest, deletedValues: [[StoredValue]]) throws {
         let policy = request.mergePolicy
         var writes: [ChildWrite] = []
         var conflicts: [MergeConflict] = []
-        var conflictWrites: [(entityIndex: Int, key: Int64, current: [StoredValue]?, snapshot: [StoredValue])] = []
+        var conflictWrites:
+            [(entityIndex: Int, key: Int64, current: [StoredValue]?, snapshot: [StoredValue], deleted: [StoredValue]?)] =
+                []
 
         /// Looks at one pushed change: without a conflict it is taken as is; with one, the
         /// policy decides (or the conflict is kept for a custom policy or `.error`).
-        func consider(entityIndex: Int, key: Int64, snapshot: [StoredValue], object: [StoredValue]?) {
+        func consider(
+            entityIndex: Int,
+            key: Int64,
+            snapshot: [StoredValue],
+            object: [StoredValue]?,
+            deleted: [StoredValue]? = nil
+        ) {
             let key = translated(key)
             let current = currentValues(entityIndex: entityIndex, key: key)
             let unchanged =
@@ -63,14 +82,14 @@ extension ManagedObjectContext {
                 if let object {
                     writes.append(.write(entityIndex: entityIndex, key: key, values: object))
                 } else {
-                    writes.append(.delete(entityIndex: entityIndex, key: key))
+                    writes.append(.delete(entityIndex: entityIndex, key: key, values: deleted))
                 }
                 return
             }
             if policy.resolvesOnRows {
                 switch policy.resolveOnRows(snapshot: snapshot, committed: current, object: object) {
                 case nil: break
-                case .some(nil): writes.append(.delete(entityIndex: entityIndex, key: key))
+                case .some(nil): writes.append(.delete(entityIndex: entityIndex, key: key, values: deleted))
                 case .some(let row?): writes.append(.write(entityIndex: entityIndex, key: key, values: row))
                 }
                 return
@@ -85,7 +104,7 @@ extension ManagedObjectContext {
                     snapshotVersion: 0, committedVersion: current == nil ? nil : 0,
                     snapshotValues: named(snapshot), committedValues: current.map(named),
                     objectValues: object.map(named)))
-            conflictWrites.append((entityIndex, key, current, snapshot))
+            conflictWrites.append((entityIndex, key, current, snapshot, deleted))
         }
 
         for update in request.updates {
@@ -96,8 +115,10 @@ extension ManagedObjectContext {
         for restore in request.restores {
             writes.append(.write(entityIndex: restore.entityIndex, key: restore.primaryKey, values: restore.values))
         }
-        for delete in request.deletes {
-            consider(entityIndex: delete.entityIndex, key: delete.primaryKey, snapshot: delete.snapshot, object: nil)
+        for (delete, values) in zip(request.deletes, deletedValues) {
+            consider(
+                entityIndex: delete.entityIndex, key: delete.primaryKey, snapshot: delete.snapshot, object: nil,
+                deleted: values)
         }
         if !conflicts.isEmpty {
             var failed: [MergeConflict] = []
@@ -110,7 +131,7 @@ extension ManagedObjectContext {
                 case .keepStoreVersion:
                     break
                 case .delete:
-                    writes.append(.delete(entityIndex: item.entityIndex, key: item.key))
+                    writes.append(.delete(entityIndex: item.entityIndex, key: item.key, values: item.deleted))
                 case .write(let values):
                     let entity = model.entities[item.entityIndex]
                     var row = item.current ?? item.snapshot
@@ -161,10 +182,17 @@ extension ManagedObjectContext {
                 for slot in values.indices where !StoredValue.isSame(object._values[slot], values[slot]) {
                     object._setValue(values[slot], at: slot)
                 }
-            case .delete(let entityIndex, let key):
-                if let object = liveObject(entityIndex: entityIndex, key: key) {
-                    delete(object)
+            case .delete(let entityIndex, let key, let values):
+                guard let object = liveObject(entityIndex: entityIndex, key: key) else { continue }
+                if let values, !object._state.contains(.deleted) {
+                    let values = translatedRelationships(values, entity: object.entity)
+                    let attributeCount = object.entity.attributes.count
+                    for slot in attributeCount..<values.count
+                    where !StoredValue.isSame(object._values[slot], values[slot]) {
+                        object._setValue(values[slot], at: slot)
+                    }
                 }
+                delete(object)
             }
         }
     }

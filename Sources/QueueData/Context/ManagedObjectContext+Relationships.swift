@@ -21,6 +21,9 @@ extension ManagedObjectContext {
             for case let row? in rows where registry[entityIndex][row.primaryKey] == nil {
                 register(makeObject(entityIndex: entityIndex, row: row))
             }
+            if !adoptedPermanentKeys.isEmpty {
+                return keys.compactMap { registry[entityIndex][adoptedPermanentKeys[$0] ?? $0] }
+            }
         } else if !missing.isEmpty {
             let coordinator = self.coordinator
             let rows =

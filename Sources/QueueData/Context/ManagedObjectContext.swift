@@ -64,6 +64,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The permanent keys the context's saves gave to temporary keys, kept once a child
     /// context was made (its objects keep the temporary IDs it pushed): temporary → permanent.
     var permanentKeysForChildren: [Int64: Int64]?
+    /// A child's objects known by a temporary ID of its parent (inserted there, or by this
+    /// child and pushed): when the parent saves them, they take their permanent IDs here too.
+    var temporaryKeysFromParent: [(entityIndex: Int, key: Int64)] = []
+    /// The permanent keys a child's objects took, by their temporary keys (references read
+    /// before they changed still find them).
+    var adoptedPermanentKeys: [Int64: Int64] = [:]
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
     ///   for the private contexts of asynchronous fetches, which only read committed rows).
@@ -378,6 +384,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
         object._state = []
         let index = object._objectID.key.entityIndex!
         registry[index][object._objectID.rawValue] = object
+        if object._objectID.rawValue < 0 {
+            // Only a child registers rows with temporary keys: its parent's inserted objects.
+            temporaryKeysFromParent.append((index, object._objectID.rawValue))
+        }
         return object
     }
 
