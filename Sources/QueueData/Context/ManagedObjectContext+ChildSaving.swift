@@ -73,6 +73,11 @@ extension ManagedObjectContext {
             deleted: [StoredValue]? = nil
         ) {
             let key = translated(key)
+            // The child may not have read since this context saved objects it knows by their
+            // temporary keys: compare under the permanent ones.
+            let entity = model.entities[entityIndex]
+            let snapshot = translatedRelationships(snapshot, entity: entity)
+            let object = object.map { translatedRelationships($0, entity: entity) }
             let current = currentValues(entityIndex: entityIndex, key: key)
             let unchanged =
                 current.map { current in
@@ -94,7 +99,6 @@ extension ManagedObjectContext {
                 }
                 return
             }
-            let entity = model.entities[entityIndex]
             func named(_ values: [StoredValue]) -> [String: StoredValue] {
                 Dictionary(uniqueKeysWithValues: values.indices.map { (entity.columnName($0), values[$0]) })
             }

@@ -459,6 +459,7 @@ extension ManagedObjectContext {
                 }
             }
             registry = Array(repeating: [:], count: registry.count)
+            temporaryKeysFromParent.removeAll()
             undoManagerValue?.forgetEverything()
             postObjectsDidChange(ObjectsDidChange(invalidatedAllObjects: true))
         }

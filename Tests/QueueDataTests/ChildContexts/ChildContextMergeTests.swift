@@ -87,6 +87,36 @@ struct ChildContextMergeTests {
         }
     }
 
+    @Test("a child pushing again after the parent saved its inserts sees no conflict in their relationships")
+    func pushAfterParentSavedInserts() throws {
+        let manager = graphManager("memory", TemporaryDirectory("child-repush"))
+        let parent = try makeContext(manager, "parent")
+        let child = parent.performAndWait { parent.newChildContext() }
+        try child.performAndWait {
+            let explorer = child.insert(Explorer.self)
+            explorer.name = "E"
+            let expedition = child.insert(Expedition.self)
+            expedition.title = "first"
+            expedition.leader = explorer
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        // No read in between: the child still knows both objects by their temporary IDs.
+        try child.performAndWait {
+            let expedition = child.registeredObjects.compactMap { $0 as? Expedition }.first!
+            expedition.title = "second"
+            expedition.leader?.name = "E2"
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        let reader = try makeContext(manager, "reader")
+        let (title, leader) = try reader.performAndWait {
+            let expedition = try reader.fetch(FetchRequest<Expedition>()).first!
+            return (expedition.title, expedition.leader?.name)
+        }
+        #expect(title == "second" && leader == "E2")
+    }
+
     @Test(
         "relationships and their inverses cross the push, whether the parent holds the objects or not",
         arguments: [false, true])

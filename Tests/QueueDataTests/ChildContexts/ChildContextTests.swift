@@ -207,6 +207,23 @@ struct ChildContextTests {
         #expect(root.performAndWait { (root.object(with: ids[0]) as! Destination).rating } == 4)
     }
 
+    @Test("a child entered from its parent's performAndWait reads and saves inline")
+    func childInsideParentsBlock() throws {
+        let manager = makeManager()
+        let parent = try makeContext(manager, "parent")
+        try seedDestinations(parent, ["a"])
+        let child = parent.performAndWait { parent.newChildContext() }
+        try parent.performAndWait {
+            parent.insert(Destination.self).name = "b"
+            try child.performAndWait {
+                #expect(try child.fetch(FetchRequest<Destination>()).count == 2)
+                child.insert(Destination.self).name = "c"
+                try child.save()
+            }
+            #expect(parent.insertedObjects.count == 2)
+        }
+    }
+
     @Test("a child on its parent's queue reads and saves inline")
     func childOnParentsQueue() throws {
         let manager = makeManager()
