@@ -184,6 +184,9 @@ extension ManagedObjectContext {
                     }
                 }
                 for slot in values.indices where !StoredValue.isSame(object._values[slot], values[slot]) {
+                    if slot >= object.entity.attributes.count {
+                        unlinkFromDeletedObjects(object, column: slot, keeping: values[slot])
+                    }
                     object._setValue(values[slot], at: slot)
                 }
             case .delete(let entityIndex, let key, let values):
@@ -193,11 +196,24 @@ extension ManagedObjectContext {
                     let attributeCount = object.entity.attributes.count
                     for slot in attributeCount..<values.count
                     where !StoredValue.isSame(object._values[slot], values[slot]) {
+                        unlinkFromDeletedObjects(object, column: slot, keeping: values[slot])
                         object._setValue(values[slot], at: slot)
                     }
                 }
                 delete(object)
             }
+        }
+    }
+
+    /// Takes `object` out of the inverse relationships of the objects its `column` leaves that
+    /// this context deleted: the child could not see them to do it, and the delete rules of this
+    /// context's save would otherwise still find `object` there (a cascade would delete it).
+    private func unlinkFromDeletedObjects(_ object: ManagedObject, column: Int, keeping newValue: StoredValue) {
+        let kept = Set(RelationshipKeys.decode(newValue))
+        let link = self.link(of: object, column: column)
+        for key in RelationshipKeys.decode(object._values[column]) where !kept.contains(key) {
+            guard let target = registry[link.destinationIndex][key], Self.isPendingDelete(target) else { continue }
+            removeKey(object._objectID.rawValue, from: target, column: link.inverseColumn, relationship: link.inverse)
         }
     }
 

@@ -87,6 +87,38 @@ struct ChildContextMergeTests {
         }
     }
 
+    @Test("an object the child moves away from an object the parent deleted escapes that deletion's cascade")
+    func movedAwayFromParentsDeletion() throws {
+        let manager = LifecycleStore.memory.manager(TemporaryDirectory("child-cascade"), model: undoModel)
+        let parent = try makeContext(manager, "parent")
+        let (doomedID, sketchID, keptID) = try parent.performAndWait {
+            let doomed = parent.insert(Album.self)
+            doomed.uid = "doomed"
+            let kept = parent.insert(Album.self)
+            kept.uid = "kept"
+            let sketch = parent.insert(Sketch.self)
+            sketch.uid = "s"
+            sketch.album = doomed
+            try parent.save()
+            parent.delete(doomed)
+            return (doomed.objectID, sketch.objectID, kept.objectID)
+        }
+        let child = parent.performAndWait { parent.newChildContext() }
+        try child.performAndWait {
+            #expect(child.object(with: doomedID) == nil)
+            let sketch = try child.existingObject(with: sketchID, as: Sketch.self)
+            #expect(sketch.album == nil)
+            sketch.album = try child.existingObject(with: keptID, as: Album.self)
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        let reader = try makeContext(manager, "reader")
+        let albums = try reader.performAndWait {
+            try reader.fetch(FetchRequest<Sketch>()).map { $0.album?.uid ?? "-" }
+        }
+        #expect(albums == ["kept"])
+    }
+
     @Test("a child pushing again after the parent saved its inserts sees no conflict in their relationships")
     func pushAfterParentSavedInserts() throws {
         let manager = graphManager("memory", TemporaryDirectory("child-repush"))
