@@ -52,8 +52,17 @@ extension ManagedObjectContext {
         if permanentKeysForChildren == nil {
             permanentKeysForChildren = [:]
         }
-        return ManagedObjectContext(
+        let child = ManagedObjectContext(
             queue: queue, name: nil, coordinator: coordinator, observesSaves: false, parent: self, onDeinit: {})
+        children.removeAll { $0.context == nil }
+        children.append(WeakChild(context: child))
+        return child
+    }
+
+    /// Whether a child made of this context is still alive (one that is gone needs no keys).
+    var hasLiveChildren: Bool {
+        children.removeAll { $0.context == nil }
+        return !children.isEmpty
     }
 
     // MARK: Reading through the parent
@@ -225,4 +234,9 @@ extension ManagedObjectContext {
             primaryKey: object._objectID.rawValue, version: Swift.max(object._snapshotVersion, 1),
             values: Array(UnsafeBufferPointer(start: object._values, count: object.entity.columnCount)))
     }
+}
+
+/// A child of a context, not kept alive by it (a child keeps its parent alive instead).
+struct WeakChild {
+    weak var context: ManagedObjectContext?
 }

@@ -232,8 +232,12 @@ extension ManagedObjectContext {
         }
         clearPendingChanges()
         if permanentKeysForChildren != nil {
-            for (temporary, permanent) in reidentified {
-                permanentKeysForChildren![temporary.rawValue] = permanent.rawValue
+            if hasLiveChildren {
+                for (temporary, permanent) in reidentified {
+                    permanentKeysForChildren![temporary.rawValue] = permanent.rawValue
+                }
+            } else {
+                permanentKeysForChildren = nil
             }
         }
         if let undoManager {

@@ -64,6 +64,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The permanent keys the context's saves gave to temporary keys, kept once a child
     /// context was made (its objects keep the temporary IDs it pushed): temporary → permanent.
     var permanentKeysForChildren: [Int64: Int64]?
+    /// The children made of this context, while they live (the keys above are kept for them).
+    var children: [WeakChild] = []
     /// A child's objects known by a temporary ID of its parent (inserted there, or by this
     /// child and pushed): when the parent saves them, they take their permanent IDs here too.
     var temporaryKeysFromParent: [(entityIndex: Int, key: Int64)] = []
