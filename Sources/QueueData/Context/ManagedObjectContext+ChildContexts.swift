@@ -37,9 +37,9 @@ extension ManagedObjectContext {
     /// The child keeps its parent alive. It reads from and saves into the parent with
     /// `parent.queue.sync` (or directly, when the parent's queue is already the current one), so
     /// it must never be used from a block the parent's queue is waiting on (other than through
-    /// `performAndWait`, which runs inline). Batched fetches read through the parent like
-    /// ``fetch(_:)``; asynchronous fetches, export and import are not made for children yet
-    /// (the first two read the store): use them on the parent.
+    /// `performAndWait`, which runs inline). Batched and asynchronous fetches read through the
+    /// parent like ``fetch(_:)``; export and import are not made for children yet (export reads
+    /// the store): use them on the parent.
     ///
     /// - Parameter queue: A serial queue; it may be the parent's queue.
     /// - Important: Call on the context's queue.

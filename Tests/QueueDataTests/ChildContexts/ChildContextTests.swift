@@ -207,6 +207,27 @@ struct ChildContextTests {
         #expect(root.performAndWait { (root.object(with: ids[0]) as! Destination).rating } == 4)
     }
 
+    @Test("a child's asynchronous and batched fetches read through its parent too")
+    func asynchronousFetchInChild() async throws {
+        let manager = makeManager()
+        let parent = try makeContext(manager, "parent")
+        try seedDestinations(parent, ["a", "b"])
+        let child = try parent.performAndWait {
+            parent.insert(Destination.self).name = "c"
+            let b = try parent.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.name == "b" }))
+            parent.delete(b[0])
+            return parent.newChildContext()
+        }
+        let names = try await child.fetch(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)])) {
+            $0.map(\.name)
+        }
+        #expect(names == ["a", "c"])
+        let values = try child.performAndWait {
+            try child.fetchValues(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)]), properties: ["name"])
+        }
+        #expect(values.map { $0["name"] } == [.string("a"), .string("c")])
+    }
+
     @Test("a child entered from its parent's performAndWait reads and saves inline")
     func childInsideParentsBlock() throws {
         let manager = makeManager()
