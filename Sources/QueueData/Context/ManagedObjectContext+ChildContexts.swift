@@ -38,8 +38,9 @@ extension ManagedObjectContext {
     /// `parent.queue.sync` (or directly, when the parent's queue is already the current one), so
     /// it must never be used from a block the parent's queue is waiting on (other than through
     /// `performAndWait`, which runs inline). Batched and asynchronous fetches read through the
-    /// parent like ``fetch(_:)``; export and import are not made for children yet (export reads
-    /// the store): use them on the parent.
+    /// parent like ``fetch(_:)``. An export of a child exports the store's committed objects,
+    /// not the parent's unsaved changes; `importRecords` traps on a child (it saves to the
+    /// store): use it on the parent.
     ///
     /// - Parameter queue: A serial queue; it may be the parent's queue.
     /// - Important: Call on the context's queue.

@@ -277,6 +277,19 @@ struct ChildContextConfinementTests {
         #expect(message.contains("'child-queue'"))
     }
 
+    @Test("an import into a child traps: it would save to the store, bypassing the parent")
+    func importIntoChildTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let manager = ContextManager(delegate: TestStoreDelegate())
+            let parent = try manager.createContext(for: DispatchQueue(label: "parent-queue"))
+            let child = parent.performAndWait { parent.newChildContext() }
+            _ = try await child.importRecords(
+                from: URL(fileURLWithPath: "/nonexistent.jsonl"), entityName: "Destination")
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("child context"))
+    }
+
     @Test("making a child off the parent's queue traps")
     func newChildOffParentsQueueTraps() async {
         await #expect(processExitsWith: .failure) {
