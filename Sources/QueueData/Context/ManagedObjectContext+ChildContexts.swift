@@ -24,7 +24,8 @@ extension ManagedObjectContext {
     /// - The child's ``save()`` runs `willSave()`, the delete rules and validation as any
     ///   save, then hands the inserts, updates and deletions to the parent, where they become
     ///   the parent's unsaved changes (its next ``save()`` makes them durable). Nothing reaches
-    ///   the store, and no ``didSaveNotification`` is posted. Objects keep their IDs across
+    ///   the store, and no ``didSaveNotification`` is posted; the parent posts
+    ///   ``objectsDidChangeNotification`` for the push, on its queue. Objects keep their IDs across
     ///   the push: a temporary ID of the child names the same inserted object in the parent.
     /// - When the parent changed an object since the child read it, the child's
     ///   ``mergePolicy`` decides (``MergePolicy/error``, the default, throws

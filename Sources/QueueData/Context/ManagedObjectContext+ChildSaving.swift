@@ -203,6 +203,8 @@ extension ManagedObjectContext {
                 delete(object)
             }
         }
+        // The parent's observers (and undo manager, as one group) learn of the push now.
+        processPendingChangesOnQueue()
     }
 
     /// Takes `object` out of the inverse relationships of the objects its `column` leaves that

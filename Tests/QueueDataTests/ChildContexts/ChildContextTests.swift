@@ -81,6 +81,27 @@ struct ChildContextTests {
         #expect(try childStoredNames(manager) == ["b", "c2", "e"])
     }
 
+    @Test("the parent reports a push as its own changes, on its queue, when the child saves")
+    func parentReportsPush() throws {
+        let manager = makeManager()
+        let parent = try makeContext(manager, "parent")
+        let ids = try seedDestinations(parent, ["a", "b"])
+        let recorder = ObjectsDidChangeRecorder(parent)
+        let child = parent.performAndWait { parent.newChildContext() }
+        let inserted = try child.performAndWait {
+            let object = child.insert(Destination.self)
+            try child.existingObject(with: ids[0], as: Destination.self).rating = 9
+            child.delete(try child.existingObject(with: ids[1]))
+            try child.save()
+            return object.objectID
+        }
+        #expect(
+            recorder.changes == [
+                ObjectsDidChangeRecorder.Change(inserted: [inserted], updated: [ids[0]], deleted: [ids[1]])
+            ])
+        #expect(recorder.allOnQueue)
+    }
+
     @Test("on the journal store, what a child pushed and its parent saved is there after reopening")
     func durableAfterParentSave() throws {
         let directory = TemporaryDirectory("child-journal")
