@@ -72,20 +72,28 @@ extension ManagedObjectContext {
     /// Runs `body` on the parent's queue, in its confinement: inline when that queue is current
     /// (a child on its parent's queue, or a parent block waiting in the child's
     /// `performAndWait`), otherwise with `parent.queue.sync`.
-    func withParent<Result>(_ body: (ManagedObjectContext) throws -> Result) rethrows -> Result {
+    ///
+    /// - Parameter asEvent: Whether `body` is a block of the parent as `perform`'s are (an undo
+    ///   group, and the parent's pending changes processed at its end): for a push.
+    func withParent<Result>(
+        asEvent: Bool = false,
+        _ body: (ManagedObjectContext) throws -> Result
+    ) rethrows -> Result {
         let parent = self.parent!
-        if parent.confinement.isCurrent {
-            return try parent.confinement.withMarkedBlock {
-                try body(parent)
+        func enter() throws -> Result {
+            if asEvent {
+                return try parent.confinement.withContextBlock { try body(parent) }
             }
+            return try parent.confinement.withMarkedBlock { try body(parent) }
+        }
+        if parent.confinement.isCurrent {
+            return try enter()
         }
         // A parent queue waiting on this one would deadlock: trap instead.
         dispatchPrecondition(condition: .notOnQueue(parent.queue))
         return try parent.queue.sync {
             parent.checkConfined()
-            return try parent.confinement.withMarkedBlock {
-                try body(parent)
-            }
+            return try enter()
         }
     }
 

@@ -21,7 +21,9 @@ extension ManagedObjectContext {
             Array(UnsafeBufferPointer(start: $0._values, count: $0.entity.columnCount))
         }
         let pending = temporaryKeysFromParent
-        let adopted = try withParent { parent in
+        // A block of the parent: its observers learn of the push at once, and its undo manager
+        // records the push as one group.
+        let adopted = try withParent(asEvent: true) { parent in
             try parent.applyChildSave(request, deletedValues: deletedValues)
             return parent.permanentKeys(for: pending)
         }
@@ -203,8 +205,6 @@ extension ManagedObjectContext {
                 delete(object)
             }
         }
-        // The parent's observers (and undo manager, as one group) learn of the push now.
-        processPendingChangesOnQueue()
     }
 
     /// Takes `object` out of the inverse relationships of the objects its `column` leaves that

@@ -102,6 +102,27 @@ struct ChildContextTests {
         #expect(recorder.allOnQueue)
     }
 
+    @Test("the parent's undo manager takes back a push as one group")
+    func parentUndoesPush() throws {
+        let manager = makeManager()
+        let parent = try makeContext(manager, "parent")
+        let ids = try seedDestinations(parent, ["a"])
+        parent.performAndWait { parent.undoManager = UndoManager() }
+        let child = parent.performAndWait { parent.newChildContext() }
+        try child.performAndWait {
+            child.insert(Destination.self).name = "new"
+            try child.existingObject(with: ids[0], as: Destination.self).rating = 9
+            try child.save()
+        }
+        let (before, after, rating) = parent.performAndWait {
+            let before = parent.hasChanges
+            parent.undo()
+            return (before, parent.hasChanges, (parent.object(with: ids[0]) as! Destination).rating)
+        }
+        #expect(before && !after && rating == 0)
+        #expect(try childNames(parent) == ["a"])
+    }
+
     @Test("on the journal store, what a child pushed and its parent saved is there after reopening")
     func durableAfterParentSave() throws {
         let directory = TemporaryDirectory("child-journal")
