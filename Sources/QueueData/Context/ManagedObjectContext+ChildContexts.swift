@@ -194,6 +194,8 @@ extension ManagedObjectContext {
         var reidentified: [(ObjectID, ObjectID)] = []
         for (entityIndex, temporary, permanent) in adopted {
             adoptedPermanentKeys[temporary] = permanent
+            // This context's own children may know the object by its temporary ID too.
+            permanentKeysForChildren?[temporary] = permanent
             guard let object = registry[entityIndex][temporary] else { continue }
             registry[entityIndex][temporary] = nil
             let temporaryID = object._objectID

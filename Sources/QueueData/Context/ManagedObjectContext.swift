@@ -11,7 +11,9 @@ import Foundation
 ///
 /// Changes stay in the context until ``save()`` commits them through the coordinator;
 /// the context then posts ``didSaveNotification``, and every other context of the same
-/// manager merges the save asynchronously on its own queue.
+/// manager merges the save asynchronously on its own queue. A child context
+/// (``newChildContext()``) is a scratchpad over another context: it reads through its
+/// ``parent`` and saves into it instead.
 ///
 /// A context keeps every object it registered (fetched, inserted or looked up) until
 /// ``reset()``; for long-running imports, reset between batches to keep memory flat.

@@ -287,6 +287,43 @@ struct ChildContextTests {
         }
     }
 
+    @Test("after the root saves, a grandchild's object known by its temporary ID stays one object")
+    func nestedTemporaryIDsAfterRootSave() throws {
+        let manager = makeManager()
+        let root = try makeContext(manager, "root")
+        let middle = root.performAndWait { root.newChildContext() }
+        let leaf = middle.performAndWait { middle.newChildContext() }
+        let id = try leaf.performAndWait {
+            let object = leaf.insert(Destination.self)
+            object.name = "x"
+            try leaf.save()
+            return object.objectID
+        }
+        try middle.performAndWait { try middle.save() }
+        try root.performAndWait { try root.save() }
+        #expect(try childNames(middle) == ["x"])  // the middle reads: it takes the permanent ID
+        let held = middle.performAndWait { middle.registeredObjects.first! as! Destination }
+        try leaf.performAndWait {
+            try leaf.existingObject(with: id, as: Destination.self).rating = 4
+            try leaf.save()
+        }
+        // The push found the middle's object: no second instance took its place.
+        let (count, rating, same) = middle.performAndWait {
+            (
+                middle.registeredObjects.count, held.rating,
+                middle.object(with: held.objectID) === held
+            )
+        }
+        #expect(count == 1 && rating == 4 && same)
+        try middle.performAndWait { try middle.save() }
+        try root.performAndWait { try root.save() }
+        let reader = try makeContext(manager, "reader")
+        let rows = try reader.performAndWait {
+            try reader.fetch(FetchRequest<Destination>()).map { "\($0.name):\($0.rating)" }
+        }
+        #expect(rows == ["x:4"])
+    }
+
     @Test("a child on its parent's queue reads and saves inline")
     func childOnParentsQueue() throws {
         let manager = makeManager()
