@@ -126,11 +126,14 @@ extension ManagedObjectContext {
         copy.includesPendingChanges = false
         let committed = copy
         let coordinator = self.coordinator
+        // A child's worker reads through the same parent, as the child does.
+        let parent = self.parent
         let workerName = "\(name) (asynchronous fetch)"
         let workerQueue = DispatchQueue(label: "QueueData.AsyncFetch")
         workerQueue.async {
             let worker = ManagedObjectContext(
-                queue: workerQueue, name: workerName, coordinator: coordinator, observesSaves: false, onDeinit: {})
+                queue: workerQueue, name: workerName, coordinator: coordinator, observesSaves: false, parent: parent,
+                onDeinit: {})
             completion(Swift.Result { try worker.performAndWait { try worker.fetchObjectIDs(committed) } })
         }
     }
@@ -147,9 +150,16 @@ extension ManagedObjectContext {
             }
         }
         if !missing.isEmpty {
-            let rows = try coordinator.sync {
-                try missing.map { entityIndex, keys in
-                    (entityIndex, try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: keys))
+            let rows: [(Int, [CommittedRow?])]
+            if parent != nil {
+                rows = try missing.map { entityIndex, keys in
+                    (entityIndex, try baseRows(entityIndex: entityIndex, primaryKeys: keys))
+                }
+            } else {
+                rows = try coordinator.sync {
+                    try missing.map { entityIndex, keys in
+                        (entityIndex, try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: keys))
+                    }
                 }
             }
             for (entityIndex, entityRows) in rows {
@@ -159,7 +169,8 @@ extension ManagedObjectContext {
             }
         }
         return ids.compactMap { id in
-            guard let entityIndex = entityIndex(of: id), let object = registry[entityIndex][id.rawValue],
+            guard let entityIndex = entityIndex(of: id),
+                let object = registry[entityIndex][adoptedPermanentKeys[id.rawValue] ?? id.rawValue],
                 !object._state.contains(.deleted)
             else { return nil }
             return object as? Result

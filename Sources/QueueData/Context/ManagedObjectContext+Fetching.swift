@@ -57,7 +57,7 @@ extension ManagedObjectContext {
     public func count<Result>(for request: FetchRequest<Result>) throws -> Int {
         checkConfined()
         return try confinement.withMarkedBlock {
-            if request.predicate == nil && request.attributeConstraint == nil {
+            if request.predicate == nil && request.attributeConstraint == nil && parent == nil {
                 return try countWithoutPredicate(request)
             }
             var count = 0
@@ -152,10 +152,17 @@ extension ManagedObjectContext {
         _ body: (Candidate) throws -> Bool
     ) throws {
         let entityIndexes = self.fetchedEntityIndexes(for: request)
-        let snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
+        let snapshots: [TableSnapshot]
+        // A child's rows are its parent's: committed rows, overlaid with the parent's changes.
+        var overlays: [[Int64: CommittedRow]]?
+        if parent != nil {
+            (snapshots, overlays) = try baseView(of: entityIndexes)
+        } else {
+            snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
+        }
         let predicate = request.predicate.map(matcher(for:))
         let constraint = request.attributeConstraint
-        for (entityIndex, snapshot) in zip(entityIndexes, snapshots) {
+        for (position, (entityIndex, snapshot)) in zip(entityIndexes, snapshots).enumerated() {
             let registered = registry[entityIndex]
             let slot = constraint?.slot(in: model.entities[entityIndex])
             /// Whether `object`, as it is now, matches.
@@ -204,7 +211,24 @@ extension ManagedObjectContext {
                     keepGoing = try body(.row(entityIndex: entityIndex, row: row))
                 }
             }
-            if usesIndexes, let constraint, let slot, let index = snapshot.index(of: slot) {
+            if let overlay = overlays?[position] {
+                // The parent's changed rows replace the committed ones; its inserted objects
+                // (temporary, negative keys) follow, in the order they were inserted.
+                try snapshot.forEachLiveRow { row in
+                    if let changed = overlay[row.primaryKey] {
+                        if !changed.isDeleted {
+                            try visit(changed)
+                        }
+                    } else {
+                        try visit(row)
+                    }
+                }
+                for key in overlay.keys.filter({ $0 < 0 }).sorted() where keepGoing {
+                    if let row = overlay[key], !row.isDeleted {
+                        try visit(row)
+                    }
+                }
+            } else if usesIndexes, let constraint, let slot, let index = snapshot.index(of: slot) {
                 var keys = Set<Int64>()
                 for value in constraint.values {
                     keys.formUnion(index.lookUp(value))

@@ -46,7 +46,8 @@ extension ManagedObjectContext {
     ///   the file cannot be read or a save fails; a save's ``ValidationError`` or
     ///   ``MergeConflictError``; `CancellationError` when the calling task is cancelled. After
     ///   a failed save or a cancellation, the batches saved before it stay saved.
-    /// - Important: Callable from any thread. Traps if the model has no entity `entityName`.
+    /// - Important: Callable from any thread. Traps if the model has no entity `entityName`, or
+    ///   if the context is a child context (``parent`` is not `nil`).
     public func importRecords(
         from url: URL,
         format: ImportFormat? = nil,
@@ -56,6 +57,13 @@ extension ManagedObjectContext {
         progress: (@Sendable (ExportProgress) -> Void)? = nil
     ) async throws -> ImportResult {
         checkUsable()
+        if parent != nil {
+            // An import saves batch after batch to the store: from a scratchpad it would bypass
+            // the parent, durably.
+            fatalError(
+                "QueueData: importRecords(from:…) was called on child context '\(name)'. An import saves to the "
+                    + "store; call it on a context of the ContextManager (the child's parent, or its ancestor).")
+        }
         guard let entity = model.entitiesByName[entityName] else {
             fatalError(
                 "QueueData: the model has no entity named '\(entityName)' to import into; "

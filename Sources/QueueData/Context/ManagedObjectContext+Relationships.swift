@@ -14,8 +14,17 @@ extension ManagedObjectContext {
     /// The context's objects of one entity for `keys`, in order, loading the missing ones
     /// from the coordinator in one step; keys whose rows are gone are left out.
     func objects(entityIndex: Int, keys: [Int64]) -> [ManagedObject] {
-        let missing = keys.filter { $0 > 0 && registry[entityIndex][$0] == nil }
-        if !missing.isEmpty {
+        // A child also reads its parent's inserted objects, by their temporary keys.
+        let missing = keys.filter { (parent != nil || $0 > 0) && registry[entityIndex][$0] == nil }
+        if !missing.isEmpty, parent != nil {
+            let rows = (try? baseRows(entityIndex: entityIndex, primaryKeys: missing)) ?? []
+            for case let row? in rows where registry[entityIndex][row.primaryKey] == nil {
+                register(makeObject(entityIndex: entityIndex, row: row))
+            }
+            if !adoptedPermanentKeys.isEmpty {
+                return keys.compactMap { registry[entityIndex][adoptedPermanentKeys[$0] ?? $0] }
+            }
+        } else if !missing.isEmpty {
             let coordinator = self.coordinator
             let rows =
                 (try? coordinator.sync {

@@ -130,6 +130,12 @@ extension ManagedObjectContext {
             return
         }
 
+        if parent != nil {
+            // A child's save goes to its parent, not to the store.
+            try pushToParent(
+                request, inserts: inserts, updates: updates, savedUpdates: savedUpdates + restoring, deletes: deletes)
+            return
+        }
         let coordinator = self.coordinator
         let outcome = try coordinator.sync { try coordinator.commit(request) }
         if let ticket = outcome.durabilityTicket {
@@ -225,6 +231,15 @@ extension ManagedObjectContext {
             changedByCommit.append(object._objectID)
         }
         clearPendingChanges()
+        if permanentKeysForChildren != nil {
+            if hasLiveChildren {
+                for (temporary, permanent) in reidentified {
+                    permanentKeysForChildren![temporary.rawValue] = permanent.rawValue
+                }
+            } else {
+                permanentKeysForChildren = nil
+            }
+        }
         if let undoManager {
             undoManager.didSave(
                 permanentKeys: reidentified.map { ($0.0.rawValue, $0.1.rawValue) }
@@ -381,7 +396,7 @@ extension ManagedObjectContext {
         return failures
     }
 
-    private func clearPendingChanges() {
+    func clearPendingChanges() {
         pendingInserts.removeAll()
         pendingUpdates.removeAll()
         pendingDeletes.removeAll()
@@ -448,6 +463,7 @@ extension ManagedObjectContext {
                 }
             }
             registry = Array(repeating: [:], count: registry.count)
+            temporaryKeysFromParent.removeAll()
             undoManagerValue?.forgetEverything()
             postObjectsDidChange(ObjectsDidChange(invalidatedAllObjects: true))
         }
@@ -479,7 +495,12 @@ extension ManagedObjectContext {
         let key = object._objectID.rawValue
         let coordinator = self.coordinator
         let lookup = Result {
-            try coordinator.sync { try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key) }
+            if parent != nil {
+                return try baseRows(entityIndex: entityIndex, primaryKeys: [key])[0]
+            }
+            return try coordinator.sync {
+                try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key)
+            }
         }
         guard case .success(let found) = lookup else {
             // The store is closed: nothing to refresh from, and nothing is known to be deleted.

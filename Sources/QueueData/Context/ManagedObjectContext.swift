@@ -11,7 +11,9 @@ import Foundation
 ///
 /// Changes stay in the context until ``save()`` commits them through the coordinator;
 /// the context then posts ``didSaveNotification``, and every other context of the same
-/// manager merges the save asynchronously on its own queue.
+/// manager merges the save asynchronously on its own queue. A child context
+/// (``newChildContext()``) is a scratchpad over another context: it reads through its
+/// ``parent`` and saves into it instead.
 ///
 /// A context keeps every object it registered (fetched, inserted or looked up) until
 /// ``reset()``; for long-running imports, reset between batches to keep memory flat.
@@ -23,6 +25,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     public let queue: DispatchQueue
     /// The context's name, used in trap messages (the queue's label unless given).
     public let name: String
+    /// The context a child context reads from and saves into (see ``newChildContext()``);
+    /// `nil` for a context of the manager, which reads from and saves to the store. Readable
+    /// from anywhere.
+    public let parent: ManagedObjectContext?
 
     let confinement: QueueConfinement
     let coordinator: StoreCoordinator
@@ -57,6 +63,17 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var mergePolicyValue: MergePolicy = .error
     /// The undo manager recording the context's changes (see ``undoManager``).
     var undoManagerValue: UndoManager?
+    /// The permanent keys the context's saves gave to temporary keys, kept once a child
+    /// context was made (its objects keep the temporary IDs it pushed): temporary → permanent.
+    var permanentKeysForChildren: [Int64: Int64]?
+    /// The children made of this context, while they live (the keys above are kept for them).
+    var children: [WeakChild] = []
+    /// A child's objects known by a temporary ID of its parent (inserted there, or by this
+    /// child and pushed): when the parent saves them, they take their permanent IDs here too.
+    var temporaryKeysFromParent: [(entityIndex: Int, key: Int64)] = []
+    /// The permanent keys a child's objects took, by their temporary keys (references read
+    /// before they changed still find them).
+    var adoptedPermanentKeys: [Int64: Int64] = [:]
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
     ///   for the private contexts of asynchronous fetches, which only read committed rows).
@@ -65,11 +82,13 @@ public final class ManagedObjectContext: @unchecked Sendable {
         name: String?,
         coordinator: StoreCoordinator,
         observesSaves: Bool = true,
+        parent: ManagedObjectContext? = nil,
         onDeinit: @escaping @Sendable () -> Void
     ) {
         let name = name ?? (queue.label.isEmpty ? "unnamed" : queue.label)
         self.queue = queue
         self.name = name
+        self.parent = parent
         self.coordinator = coordinator
         self.model = coordinator.model
         self.onDeinit = onDeinit
@@ -304,6 +323,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
         if let registered = registry[entityIndex][objectID.rawValue] {
             return registered
         }
+        if parent != nil {
+            guard let row = (try? baseRows(entityIndex: entityIndex, primaryKeys: [objectID.rawValue]))?.first,
+                let row
+            else { return nil }
+            return register(makeObject(entityIndex: entityIndex, row: row))
+        }
         guard !objectID.isTemporaryID else { return nil }
         let row = try? coordinator.sync {
             try coordinator.committedRow(entityIndex: entityIndex, primaryKey: objectID.rawValue)
@@ -325,7 +350,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             throw ContextError(
                 .objectNotFound,
                 "No \(objectID.entityName) object with ID \(objectID) exists in context '\(name)'"
-                    + (objectID.isTemporaryID ? " (a temporary ID: save its context first)." : "."),
+                    + (objectID.isTemporaryID && parent == nil ? " (a temporary ID: save its context first)." : "."),
                 objectID: objectID)
         }
         guard let typed = object as? Object else {
@@ -363,6 +388,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
         object._state = []
         let index = object._objectID.key.entityIndex!
         registry[index][object._objectID.rawValue] = object
+        if object._objectID.rawValue < 0 {
+            // Only a child registers rows with temporary keys: its parent's inserted objects.
+            temporaryKeysFromParent.append((index, object._objectID.rawValue))
+        }
         return object
     }
 

@@ -1,0 +1,269 @@
+import Foundation
+
+extension ManagedObjectContext {
+    /// Hands a child's validated save to its parent, then brings the child's objects up to
+    /// date as after a save: inserted and updated objects take their values as their snapshot
+    /// (inserted objects keep their temporary IDs, which the parent's objects share), deleted
+    /// ones leave the context.
+    ///
+    /// - Throws: ``MergeConflictError`` when the parent changed objects since the child read
+    ///   them and the merge policy did not settle it; nothing was pushed.
+    func pushToParent(
+        _ request: SaveRequest,
+        inserts: [ManagedObject],
+        updates: [ManagedObject],
+        savedUpdates: [ManagedObject],
+        deletes: [ManagedObject]
+    ) throws {
+        // A deleted object's relationships as the child left them (a deletion's own changes
+        // are not updates), so that the parent's delete rules see what the child's did.
+        let deletedValues = deletes.map {
+            Array(UnsafeBufferPointer(start: $0._values, count: $0.entity.columnCount))
+        }
+        let pending = temporaryKeysFromParent
+        // A block of the parent: its observers learn of the push at once, and its undo manager
+        // records the push as one group.
+        let adopted = try withParent(asEvent: true) { parent in
+            try parent.applyChildSave(request, deletedValues: deletedValues)
+            return parent.permanentKeys(for: pending)
+        }
+        for object in inserts where !object._state.contains(.detached) {
+            temporaryKeysFromParent.append((object._objectID.key.entityIndex!, object._objectID.rawValue))
+        }
+        for object in inserts + savedUpdates where !object._state.contains(.detached) {
+            object._snapshot = Array(UnsafeBufferPointer(start: object._values, count: object.entity.columnCount))
+            object._snapshotVersion = Swift.max(object._snapshotVersion, 1)
+            object._state = []
+        }
+        for object in updates {
+            object._state.remove(.updated)
+        }
+        for object in deletes {
+            unregister(object)
+            object._state = [.deleted, .detached, .deletedBySave]
+        }
+        clearPendingChanges()
+        for object in inserts + savedUpdates + deletes {
+            object.didSave()
+        }
+        adoptPermanentKeys(adopted)
+    }
+
+    /// What a pushed change does to one object of the parent.
+    private enum ChildWrite {
+        case write(entityIndex: Int, key: Int64, values: [StoredValue])
+        case delete(entityIndex: Int, key: Int64, values: [StoredValue]?)
+    }
+
+    /// Takes a child's save as this context's own unsaved changes (on this context's queue).
+    /// Checks every object first, so that a conflict the policy does not settle changes nothing.
+    func applyChildSave(_ request: SaveRequest, deletedValues: [[StoredValue]]) throws {
+        let policy = request.mergePolicy
+        var writes: [ChildWrite] = []
+        var conflicts: [MergeConflict] = []
+        var conflictWrites:
+            [(entityIndex: Int, key: Int64, current: [StoredValue]?, snapshot: [StoredValue], deleted: [StoredValue]?)] =
+                []
+
+        /// Looks at one pushed change: without a conflict it is taken as is; with one, the
+        /// policy decides (or the conflict is kept for a custom policy or `.error`).
+        func consider(
+            entityIndex: Int,
+            key: Int64,
+            snapshot: [StoredValue],
+            object: [StoredValue]?,
+            deleted: [StoredValue]? = nil
+        ) {
+            let key = translated(key)
+            // The child may not have read since this context saved objects it knows by their
+            // temporary keys: compare under the permanent ones.
+            let entity = model.entities[entityIndex]
+            let snapshot = translatedRelationships(snapshot, entity: entity)
+            let object = object.map { translatedRelationships($0, entity: entity) }
+            let current = currentValues(entityIndex: entityIndex, key: key)
+            let unchanged =
+                current.map { current in
+                    !current.indices.contains { !StoredValue.isSame(current[$0], snapshot[$0]) }
+                } ?? (object == nil)
+            if unchanged {
+                if let object {
+                    writes.append(.write(entityIndex: entityIndex, key: key, values: object))
+                } else {
+                    writes.append(.delete(entityIndex: entityIndex, key: key, values: deleted))
+                }
+                return
+            }
+            if policy.resolvesOnRows {
+                switch policy.resolveOnRows(snapshot: snapshot, committed: current, object: object) {
+                case nil: break
+                case .some(nil): writes.append(.delete(entityIndex: entityIndex, key: key, values: deleted))
+                case .some(let row?): writes.append(.write(entityIndex: entityIndex, key: key, values: row))
+                }
+                return
+            }
+            func named(_ values: [StoredValue]) -> [String: StoredValue] {
+                Dictionary(uniqueKeysWithValues: values.indices.map { (entity.columnName($0), values[$0]) })
+            }
+            conflicts.append(
+                MergeConflict(
+                    objectID: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: key),
+                    snapshotVersion: 0, committedVersion: current == nil ? nil : 0,
+                    snapshotValues: named(snapshot), committedValues: current.map(named),
+                    objectValues: object.map(named)))
+            conflictWrites.append((entityIndex, key, current, snapshot, deleted))
+        }
+
+        for update in request.updates {
+            consider(
+                entityIndex: update.entityIndex, key: update.primaryKey, snapshot: update.snapshot,
+                object: update.objectValues)
+        }
+        for restore in request.restores {
+            writes.append(.write(entityIndex: restore.entityIndex, key: restore.primaryKey, values: restore.values))
+        }
+        for (delete, values) in zip(request.deletes, deletedValues) {
+            consider(
+                entityIndex: delete.entityIndex, key: delete.primaryKey, snapshot: delete.snapshot, object: nil,
+                deleted: values)
+        }
+        if !conflicts.isEmpty {
+            var failed: [MergeConflict] = []
+            for (conflict, (resolution, item)) in zip(
+                conflicts, zip(policy.resolutions(for: conflicts), conflictWrites))
+            {
+                switch resolution {
+                case .fail:
+                    failed.append(conflict)
+                case .keepStoreVersion:
+                    break
+                case .delete:
+                    writes.append(.delete(entityIndex: item.entityIndex, key: item.key, values: item.deleted))
+                case .write(let values):
+                    let entity = model.entities[item.entityIndex]
+                    var row = item.current ?? item.snapshot
+                    for (name, value) in values {
+                        guard let slot = entity.index(ofAttribute: name),
+                            value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
+                        else {
+                            fatalError(
+                                "QueueData: the merge policy '\(policy)' wrote \(value) to "
+                                    + "'\(entity.name).\(name)', which does not exist or does not take it.")
+                        }
+                        row[slot] = value
+                    }
+                    writes.append(.write(entityIndex: item.entityIndex, key: item.key, values: row))
+                }
+            }
+            if !failed.isEmpty {
+                throw MergeConflictError(conflicts: failed)
+            }
+        }
+
+        // Nothing can fail from here on.
+        for insert in request.inserts {
+            let entity = model.entities[insert.entityIndex]
+            let object = ManagedObject._make(
+                entity: entity, confinement: confinement,
+                objectID: ObjectID(key: coordinator.entityKeys[insert.entityIndex], rawValue: insert.temporaryKey),
+                values: translatedRelationships(insert.values, entity: entity), snapshot: nil, snapshotVersion: 0)
+            object._state = [.inserted, .noted, .insertedInEvent]
+            registry[insert.entityIndex][insert.temporaryKey] = object
+            pendingInserts.append(object)
+            changedSinceProcessing.append(object)
+            undoManagerValue?.recordInsertion(object)
+        }
+        for write in writes {
+            switch write {
+            case .write(let entityIndex, let key, let values):
+                guard let object = liveObject(entityIndex: entityIndex, key: key) else { continue }
+                let values = translatedRelationships(values, entity: object.entity)
+                if object._state.contains(.deleted) {
+                    // The child's version wins over the parent's pending deletion.
+                    object._state.remove(.deleted)
+                    if !object._state.contains(.updated) {
+                        object._state.insert(.updated)
+                        pendingUpdates.append(object)
+                    }
+                }
+                for slot in values.indices where !StoredValue.isSame(object._values[slot], values[slot]) {
+                    if slot >= object.entity.attributes.count {
+                        unlinkFromDeletedObjects(object, column: slot, keeping: values[slot])
+                    }
+                    object._setValue(values[slot], at: slot)
+                }
+            case .delete(let entityIndex, let key, let values):
+                guard let object = liveObject(entityIndex: entityIndex, key: key) else { continue }
+                if let values, !object._state.contains(.deleted) {
+                    let values = translatedRelationships(values, entity: object.entity)
+                    let attributeCount = object.entity.attributes.count
+                    for slot in attributeCount..<values.count
+                    where !StoredValue.isSame(object._values[slot], values[slot]) {
+                        unlinkFromDeletedObjects(object, column: slot, keeping: values[slot])
+                        object._setValue(values[slot], at: slot)
+                    }
+                }
+                delete(object)
+            }
+        }
+    }
+
+    /// Takes `object` out of the inverse relationships of the objects its `column` leaves that
+    /// this context deleted: the child could not see them to do it, and the delete rules of this
+    /// context's save would otherwise still find `object` there (a cascade would delete it).
+    private func unlinkFromDeletedObjects(_ object: ManagedObject, column: Int, keeping newValue: StoredValue) {
+        let kept = Set(RelationshipKeys.decode(newValue))
+        let link = self.link(of: object, column: column)
+        for key in RelationshipKeys.decode(object._values[column]) where !kept.contains(key) {
+            guard let target = registry[link.destinationIndex][key], Self.isPendingDelete(target) else { continue }
+            removeKey(object._objectID.rawValue, from: target, column: link.inverseColumn, relationship: link.inverse)
+        }
+    }
+
+    /// The key this context knows an object by: a temporary key it has since saved maps to
+    /// the permanent one.
+    private func translated(_ key: Int64) -> Int64 {
+        guard key < 0, let permanentKeysForChildren else { return key }
+        return permanentKeysForChildren[key] ?? key
+    }
+
+    /// `values` with the temporary keys this context has since saved replaced by permanent ones.
+    private func translatedRelationships(_ values: [StoredValue], entity: EntityDescription) -> [StoredValue] {
+        guard let permanentKeysForChildren, !permanentKeysForChildren.isEmpty, !entity.relationships.isEmpty else {
+            return values
+        }
+        var values = values
+        for (offset, relationship) in entity.relationships.enumerated() {
+            let slot = entity.attributes.count + offset
+            let keys = RelationshipKeys.decode(values[slot])
+            guard keys.contains(where: { $0 < 0 && permanentKeysForChildren[$0] != nil }) else { continue }
+            values[slot] = RelationshipKeys.encode(keys.map(translated), for: relationship)
+        }
+        return values
+    }
+
+    /// This context's current values of an object (`nil` when it is deleted or unknown).
+    private func currentValues(entityIndex: Int, key: Int64) -> [StoredValue]? {
+        if let object = registry[entityIndex][key], !object._state.contains(.detached) {
+            guard !object._state.contains(.deleted) else { return nil }
+            return Array(UnsafeBufferPointer(start: object._values, count: object.entity.columnCount))
+        }
+        if parent != nil {
+            return ((try? baseRows(entityIndex: entityIndex, primaryKeys: [key])) ?? []).first??.values
+        }
+        guard key > 0 else { return nil }
+        let coordinator = self.coordinator
+        let row = try? coordinator.sync {
+            try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key)
+        }
+        return (row ?? nil)?.values
+    }
+
+    /// This context's object for `key`, registered (deleted ones included), or `nil` when it
+    /// has none and neither its parent nor the store has the row.
+    private func liveObject(entityIndex: Int, key: Int64) -> ManagedObject? {
+        if let object = registry[entityIndex][key], !object._state.contains(.detached) {
+            return object
+        }
+        return object(with: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: key))
+    }
+}
