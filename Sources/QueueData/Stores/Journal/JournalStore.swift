@@ -498,7 +498,7 @@ public final class JournalStore: PersistentStore {
     }
 
     /// Appends the change set as one record without waiting for the disk (group commit): a
-    /// ``JournalSynchronization`` from ``pendingSynchronization()`` makes it durable, together
+    /// ``StoreSynchronization`` from ``pendingSynchronization()`` makes it durable, together
     /// with every record appended before it.
     ///
     /// When the log has outgrown the live data, a compaction starts: a snapshot of the rows after
