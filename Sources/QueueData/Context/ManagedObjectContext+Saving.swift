@@ -75,6 +75,8 @@ extension ManagedObjectContext {
         undoManager?.endSaveConsequences()
 
         var request = SaveRequest()
+        request.author = transactionAuthor
+        request.contextName = name
         // Inserted objects with a permanent ID are deletions this context saved, then undid:
         // their rows are written back under their keys.
         let restoring = inserts.filter { !$0._objectID.isTemporaryID }

@@ -61,6 +61,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// How many committed rows fetches have examined (a test tells a lookup from a scan by it).
     var rowsExamined = 0
     var mergePolicyValue: MergePolicy = .error
+    var transactionAuthorValue: String?
     /// The undo manager recording the context's changes (see ``undoManager``).
     var undoManagerValue: UndoManager?
     /// The permanent keys the context's saves gave to temporary keys, kept once a child

@@ -52,6 +52,9 @@ struct SaveRequest: Sendable {
     var restores: [Restore] = []
     /// How conflicts with other saves are resolved.
     var mergePolicy: MergePolicy = .error
+    /// The saving context's transaction author and name, for the persistent history.
+    var author: String?
+    var contextName: String?
 
     var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && restores.isEmpty }
 }

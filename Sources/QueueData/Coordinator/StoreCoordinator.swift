@@ -50,6 +50,12 @@ final class StoreCoordinator: @unchecked Sendable {
     var uniquenessIndexes: [UniquenessIndex]
     /// The store's metadata; `nextPrimaryKeys` is kept in `tables`.
     private let baseMetadata: StoreMetadata
+    /// The persistent history after every commit so far (`nil`: not tracked); see
+    /// StoreCoordinator+History.swift.
+    var history: StoreHistory?
+    /// For each transaction of `history`: the commit that recorded it (0 for those the store
+    /// returned when it opened), so that only durable ones are read.
+    var historyCommits: [Int] = []
 
     /// Opens `store` for `model` and loads its rows, migrating them first when the store was
     /// written with another model or has custom steps to run.
@@ -66,14 +72,20 @@ final class StoreCoordinator: @unchecked Sendable {
         store: any PersistentStore,
         label: String,
         migrator: Migrator? = nil,
-        managerIdentifier: UUID? = nil
+        managerIdentifier: UUID? = nil,
+        tracksHistory: Bool = false
     ) throws {
         self.queue = DispatchQueue(label: "QueueData.StoreCoordinator.\(label)")
         queue.setSpecific(key: queueKey, value: true)
         self.model = model
         self.managerIdentifier = managerIdentifier
         var contents = try store.open(for: model)
+        // A store that recorded history keeps recording it; one that can starts when asked.
+        let history = contents.history ?? (tracksHistory && store.keepsHistory ? StoreHistory() : nil)
         do {
+            if let problem = history?.problem {
+                throw StoreError(.corrupted, "The store's persistent history is damaged: \(problem).")
+            }
             let migrator = migrator ?? Migrator(model: model)
             if migrator.isNeeded(for: contents) {
                 let originalHash = contents.metadata.versionHash
@@ -94,7 +106,7 @@ final class StoreCoordinator: @unchecked Sendable {
                         underlyingError: error)
                 }
                 try store.replaceContents(
-                    with: Self.state(of: tables, metadata: contents.metadata, model: model),
+                    with: Self.state(of: tables, metadata: contents.metadata, model: model, history: history),
                     keepingOriginalAs: "pre-migration-\(originalHash.prefix(12))")
                 migration.progress.finish()
             } else {
@@ -118,6 +130,8 @@ final class StoreCoordinator: @unchecked Sendable {
             EntityKey(entityName: entity.name, storeIdentifier: contents.metadata.storeIdentifier, entityIndex: index)
         }
         self.durableTables = tables
+        self.history = history
+        self.historyCommits = Array(repeating: 0, count: history?.transactions.count ?? 0)
     }
 
     /// Closes the store when the last context and the manager are gone without `close()`,
@@ -604,9 +618,22 @@ final class StoreCoordinator: @unchecked Sendable {
             nextPrimaryKeys[model.entities[index].name] = key
             updatedTables[index].nextPrimaryKey = key
         }
-        let changeSet = ChangeSet(entities: changes.filter { !$0.isEmpty }, nextPrimaryKeys: nextPrimaryKeys)
+        var changeSet = ChangeSet(entities: changes.filter { !$0.isEmpty }, nextPrimaryKeys: nextPrimaryKeys)
         if !changeSet.entities.isEmpty {
-            try record(changeSet, in: store, resultingState: state(of: updatedTables))
+            var updatedHistory = history
+            if let history {
+                let transaction = StoredTransaction(
+                    number: history.lastTransactionNumber + 1, timestamp: Date(), author: request.author,
+                    contextName: request.contextName, changes: changeSet,
+                    columnNames: { [model] in model.entitiesByName[$0]!.columnName($1) })
+                changeSet.transaction = transaction
+                updatedHistory?.append(transaction)
+            }
+            try record(changeSet, in: store, resultingState: state(of: updatedTables, history: updatedHistory))
+            if let updatedHistory {
+                history = updatedHistory
+                historyCommits.append(appendedCommits)
+            }
         }
         let before = tables
         tables = updatedTables
@@ -723,25 +750,27 @@ final class StoreCoordinator: @unchecked Sendable {
     func durableState() throws -> StoreState {
         assertOnQueue()
         try checkOpen()
-        return state(of: durableTables)
+        return state(of: durableTables, history: durableHistory)
     }
 
-    /// The store's rows as `tables` hold them.
-    private func state(of tables: [EntityTable]) -> StoreState {
-        Self.state(of: tables, metadata: baseMetadata, model: model)
+    /// The store's rows as `tables` hold them, with `history`.
+    func state(of tables: [EntityTable], history: StoreHistory?) -> StoreState {
+        Self.state(of: tables, metadata: baseMetadata, model: model, history: history)
     }
 
     static func state(
         of tables: [EntityTable],
         metadata: StoreMetadata,
-        model: ManagedObjectModel
+        model: ManagedObjectModel,
+        history: StoreHistory?
     ) -> StoreState {
         var metadata = metadata
         // Entities the model no longer has keep their counters (see `Migrator.migrate`).
         for (entity, table) in zip(model.entities, tables) {
             metadata.nextPrimaryKeys[entity.name] = table.nextPrimaryKey
         }
-        return StoreState(metadata: metadata, entities: model.entities, tables: tables.map(\.snapshot))
+        return StoreState(
+            metadata: metadata, entities: model.entities, tables: tables.map(\.snapshot), history: history)
     }
 
     /// Asks the store to compact itself from the current rows.
@@ -753,7 +782,7 @@ final class StoreCoordinator: @unchecked Sendable {
         guard let store else {
             throw StoreError(.closed, "The store was closed; its manager must load it again.")
         }
-        try store.compact(state(of: tables))
+        try store.compact(state(of: tables, history: history))
         // The compacted store holds every commit, durably.
         didBecomeDurable(through: appendedCommits, tables: tables)
     }
@@ -765,5 +794,7 @@ final class StoreCoordinator: @unchecked Sendable {
         store = nil
         tables = []
         durableTables = []
+        history = history.map { _ in StoreHistory() }
+        historyCommits = []
     }
 }

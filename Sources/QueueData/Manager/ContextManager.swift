@@ -358,7 +358,8 @@ public final class ContextManager: @unchecked Sendable {
             let store = try type.makeStore(configuration)
             let opened = try StoreCoordinator(
                 model: delegate.managedObjectModel, store: store, label: delegate.persistentStoreName,
-                migrator: migrator(for: delegate), managerIdentifier: identifier)
+                migrator: migrator(for: delegate), managerIdentifier: identifier,
+                tracksHistory: delegate.tracksPersistentHistory)
             let installed = registryQueue.sync { () -> Bool in
                 guard self.closes == closesBefore else { return false }
                 self.coordinator = opened

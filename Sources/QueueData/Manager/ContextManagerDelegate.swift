@@ -41,6 +41,13 @@ public protocol ContextManagerDelegate: Sendable {
     /// the manager for a context or the store from here traps with a message (the load cannot
     /// wait for itself). Default: does nothing.
     func migrationDidProgress(_ progress: MigrationProgress)
+    /// Whether the store keeps a persistent history of every save (Core Data's
+    /// `NSPersistentHistoryTrackingKey`): read it with
+    /// ``ManagedObjectContext/history(after:author:entityName:)``. The journal and in-memory
+    /// stores keep it; the JSON store cannot (history requests throw
+    /// ``HistoryError/Code/notTracked``). Once a store has recorded history it keeps recording it,
+    /// whatever this says, so that no token ever misses a save. Default: `false`.
+    var tracksPersistentHistory: Bool { get }
 }
 
 extension ContextManagerDelegate {
@@ -70,6 +77,9 @@ extension ContextManagerDelegate {
 
     /// Does nothing.
     public func migrationDidProgress(_ progress: MigrationProgress) {}
+
+    /// `false`.
+    public var tracksPersistentHistory: Bool { false }
 }
 
 extension ManagedObjectModel {

@@ -37,7 +37,8 @@ extension StoreInspection {
                 underlyingError: error)
         }
         let tables = try StoreCoordinator.loadTables(contents, model: model)
-        let state = StoreCoordinator.state(of: tables, metadata: contents.metadata, model: model)
+        let state = StoreCoordinator.state(
+            of: tables, metadata: contents.metadata, model: model, history: contents.history)
         return try StoreConversion.write(
             state, model: model, as: type,
             configuration: StoreConfiguration(

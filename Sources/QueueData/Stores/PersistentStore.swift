@@ -52,6 +52,14 @@ import Foundation
 ///   repairing or modifying anything; `nil` when there is no store yet.
 /// - ``close()`` releases files and locks; it may be called more than once. Nothing is
 ///   called after it, except ``open(for:)`` on a store that supports reopening.
+/// - Persistent history (optional): a store that can keep it says so with ``keepsHistory``.
+///   When history is tracked, every change set carries a ``ChangeSet/transaction``: record it
+///   with the changes, all or nothing (a crash must never leave the history ahead of or behind
+///   the rows), and return everything recorded in ``StoreContents/history`` from the next
+///   ``open(for:)``, `nil` when none was ever recorded. ``compact(_:)`` and
+///   ``replaceContents(with:keepingOriginalAs:)`` receive the history to keep in
+///   ``StoreState/history`` (a purge reaches the store as a compaction): write it, dropping what
+///   it no longer holds. A store without history (the default) ignores all of this.
 /// - Rows returned by ``open(for:)`` may be in any order; their values follow the returned
 ///   schema, which the coordinator maps onto the current model by attribute name.
 public protocol PersistentStore: AnyObject {
@@ -99,8 +107,9 @@ public protocol PersistentStore: AnyObject {
     ///   wraps `error` in ``StoreError/Code/io``.
     func synchronizationFailed(_ error: any Error) -> StoreError
 
-    /// Rewrites the store as compactly as possible from `state`, the store's current rows.
-    /// The default does nothing.
+    /// Rewrites the store as compactly as possible from `state`, the store's current rows (and,
+    /// for a store that keeps history, the history to keep: purged transactions are gone from
+    /// ``StoreState/history``). The default does nothing.
     ///
     /// - Throws: ``StoreError`` when the rewrite failed; the store still holds every
     ///   committed save.
@@ -123,11 +132,19 @@ public protocol PersistentStore: AnyObject {
     /// The store's main file, named in errors the coordinator reports about it (a migration
     /// that failed, say); `nil`, the default, for stores without one.
     var storeURL: URL? { get }
+
+    /// Whether the store can keep a persistent history (see the implementation requirements);
+    /// `false`, the default, for stores that cannot: history requests then throw
+    /// ``HistoryError/Code/notTracked``.
+    var keepsHistory: Bool { get }
 }
 
 extension PersistentStore {
     /// `nil`: no file to name.
     public var storeURL: URL? { nil }
+
+    /// `false`: the store keeps no history.
+    public var keepsHistory: Bool { false }
 
     /// `nil`: each commit is durable when it returns.
     public var synchronizationQueue: DispatchQueue? { nil }

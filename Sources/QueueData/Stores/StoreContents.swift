@@ -150,14 +150,24 @@ public struct StoreContents: Sendable {
     public var schema: [EntityDescription]
     /// The rows of each entity, by entity name.
     public var rows: [String: [StoredRow]]
+    /// The store's persistent history, for a store that keeps one (``PersistentStore/keepsHistory``)
+    /// and has recorded it; `nil` otherwise. A store that returns a history keeps tracking it,
+    /// whatever the delegate says.
+    public var history: StoreHistory?
     /// Where each row is in the store's file, for errors about it (the built-in file stores).
     var rowLocator: RowLocator?
 
     /// Creates store contents.
-    public init(metadata: StoreMetadata, schema: [EntityDescription], rows: [String: [StoredRow]]) {
+    public init(
+        metadata: StoreMetadata,
+        schema: [EntityDescription],
+        rows: [String: [StoredRow]],
+        history: StoreHistory? = nil
+    ) {
         self.metadata = metadata
         self.schema = schema
         self.rows = rows
+        self.history = history
     }
 
     /// The contents of a new, empty store for `model`, with a fresh store identifier.
@@ -218,10 +228,16 @@ public struct ChangeSet: Sendable {
     /// The next primary key of each entity after this change set (record these: keys are
     /// never reused).
     public var nextPrimaryKeys: [String: Int64]
+    /// The change set's entry in the store's persistent history, when history is tracked: a
+    /// store that keeps history (``PersistentStore/keepsHistory``) records it with the changes,
+    /// all or nothing, and returns it from its next ``PersistentStore/open(for:)``. `nil` when
+    /// history is not tracked.
+    public var transaction: StoredTransaction?
 
     /// Creates a change set.
-    public init(entities: [EntityChanges], nextPrimaryKeys: [String: Int64]) {
+    public init(entities: [EntityChanges], nextPrimaryKeys: [String: Int64], transaction: StoredTransaction? = nil) {
         self.entities = entities
         self.nextPrimaryKeys = nextPrimaryKeys
+        self.transaction = transaction
     }
 }

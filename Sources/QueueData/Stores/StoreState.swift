@@ -8,6 +8,17 @@ public struct StoreState: Sendable {
     /// The model's entities, in the order of `entityIndex` arguments and of each row's values.
     public let entities: [EntityDescription]
     let tables: [TableSnapshot]
+    /// The persistent history after the change set (purges applied), when history is tracked:
+    /// what a store that keeps history writes when it rewrites or compacts itself. `nil` when
+    /// history is not tracked.
+    public let history: StoreHistory?
+
+    init(metadata: StoreMetadata, entities: [EntityDescription], tables: [TableSnapshot], history: StoreHistory? = nil) {
+        self.metadata = metadata
+        self.entities = entities
+        self.tables = tables
+        self.history = history
+    }
 
     /// The number of rows of the entity at `entityIndex`.
     public func rowCount(ofEntityAt entityIndex: Int) -> Int {

@@ -20,6 +20,7 @@ func journalManager(
     steps: [MigrationStep] = [],
     onProgress: (@Sendable (MigrationProgress) -> Void)? = nil,
     backgroundCompaction: Bool = true,
+    tracksHistory: Bool = false,
     onStore: (@Sendable (JournalStore) -> Void)? = nil
 ) -> ContextManager {
     let url = directory.url
@@ -32,7 +33,7 @@ func journalManager(
                 store.compactsInBackground = backgroundCompaction
                 onStore?(store)
                 return store
-            }, migrates: migrates, steps: steps, onProgress: onProgress))
+            }, migrates: migrates, steps: steps, onProgress: onProgress, tracksHistory: tracksHistory))
 }
 
 /// A manager on a JSON store in `directory`, through `fileSystem` when given.
@@ -44,7 +45,8 @@ func jsonManager(
     model: ManagedObjectModel = testModel,
     migrates: Bool = true,
     steps: [MigrationStep] = [],
-    onProgress: (@Sendable (MigrationProgress) -> Void)? = nil
+    onProgress: (@Sendable (MigrationProgress) -> Void)? = nil,
+    tracksHistory: Bool = false
 ) -> ContextManager {
     let url = directory.url
     let fileSystem: any FileSystem = fileSystem ?? POSIXFileSystem()
@@ -53,7 +55,7 @@ func jsonManager(
             model: model,
             storeType: .custom { _ in
                 try JSONFileStore(directory: url, name: name, seedStoreURL: seed, fileSystem: fileSystem)
-            }, migrates: migrates, steps: steps, onProgress: onProgress))
+            }, migrates: migrates, steps: steps, onProgress: onProgress, tracksHistory: tracksHistory))
 }
 
 /// Inserts one destination per save, named `names` in order.

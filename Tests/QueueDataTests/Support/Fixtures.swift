@@ -102,8 +102,10 @@ struct TestStoreDelegate: ContextManagerDelegate {
     var migrates = true
     var steps: [MigrationStep] = []
     var onProgress: (@Sendable (MigrationProgress) -> Void)?
+    var tracksHistory = false
 
     var managedObjectModel: ManagedObjectModel { model }
+    var tracksPersistentHistory: Bool { tracksHistory }
     var persistentStoreName: String { name }
     var persistentStoreType: StoreType { storeType }
     var shouldUseAutomaticLightweightMigration: Bool { migrates }

@@ -3,6 +3,7 @@ import Foundation
 
 /// A store that keeps its rows in memory, for tests and caches.
 ///
+/// It keeps a persistent history when asked to (``ContextManagerDelegate/tracksPersistentHistory``).
 /// Its contents live as long as the store object: reopening the same instance (for example
 /// through ``StoreType/custom(_:)`` returning it again) finds every committed row, while
 /// ``StoreType/inMemory`` gives each load a new, empty store. Only one manager can have an
@@ -16,6 +17,7 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
     private var metadata: StoreMetadata?
     private var schema: [EntityDescription] = []
     private var rows: [String: [Int64: [StoredValue]]] = [:]
+    private var history: StoreHistory?
     private var isOpen = false
 
     /// Creates an empty in-memory store.
@@ -46,7 +48,22 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
         for (entityName, entityRows) in rows {
             contents[entityName] = entityRows.map { StoredRow(primaryKey: $0.key, values: $0.value) }
         }
-        return StoreContents(metadata: metadata, schema: schema, rows: contents)
+        return StoreContents(metadata: metadata, schema: schema, rows: contents, history: history)
+    }
+
+    /// `true`: the store keeps the history it is given, in memory.
+    public var keepsHistory: Bool { true }
+
+    /// Keeps `state`'s history (a purge); the rows are already as compact as they get.
+    ///
+    /// - Throws: ``StoreError/Code/closed`` if the store is not open.
+    public func compact(_ state: StoreState) throws {
+        try queue.sync {
+            guard isOpen else {
+                throw StoreError(.closed, "The in-memory store is closed.")
+            }
+            history = state.history
+        }
     }
 
     /// What the store holds; `nil` if it was never opened.
@@ -75,6 +92,7 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
             metadata = state.metadata
             schema = state.entities
             rows = newRows
+            history = state.history
         }
     }
 
@@ -100,6 +118,10 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
             }
             metadata.nextPrimaryKeys.merge(changes.nextPrimaryKeys) { Swift.max($0, $1) }
             self.metadata = metadata
+            if let transaction = changes.transaction {
+                history = history ?? StoreHistory()
+                history!.append(transaction)
+            }
         }
     }
 

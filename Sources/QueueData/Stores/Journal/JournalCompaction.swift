@@ -61,7 +61,8 @@ final class JournalCompaction: @unchecked Sendable {
             metadata.storeIdentifier = storeIdentifier
             let state = self.state
             let (header, bytes, payloadSize) = JournalStore.snapshotFile(
-                metadata: metadata, schema: state.entities, sequence: sequence, rowCount: state.rowCount(ofEntityAt:),
+                metadata: metadata, schema: state.entities, history: state.history, sequence: sequence,
+                rowCount: state.rowCount(ofEntityAt:),
                 forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
             outcome = Result {
                 let temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: path, $0) }

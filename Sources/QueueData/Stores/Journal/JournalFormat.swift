@@ -8,9 +8,11 @@ enum JournalFormat {
     static let magic: [UInt8] = [0x89, 0x51, 0x44, 0x4A, 0x0D, 0x0A, 0x1A, 0x0A]
     /// The newest major version this version reads and writes. Version 2 added the migration
     /// section at the end of snapshots (applied steps, renaming identifiers), version 3 the
-    /// model section after it (superentities, uniqueness constraints); a file whose snapshot
-    /// needs neither is written as version 1, byte for byte what version 1 wrote.
-    static let majorVersion: UInt16 = 3
+    /// model section after it (superentities, uniqueness constraints), version 4 the persistent
+    /// history (a history section after the model section, a transaction trailer in every
+    /// change record); a file whose snapshot needs none of them is written as version 1, byte
+    /// for byte what version 1 wrote.
+    static let majorVersion: UInt16 = 4
     static let minorVersion: UInt16 = 0
     static let headerSize = 64
     static let recordHeaderSize = 24

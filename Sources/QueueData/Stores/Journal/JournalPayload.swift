@@ -12,6 +12,8 @@ enum JournalPayload {
         var schema: [EntityDescription]
         /// Rows of each entity of `schema`, by primary key.
         var rows: [[Int64: [StoredValue]]]
+        /// The persistent history (format 4), with the transactions of the records replayed.
+        var history: StoreHistory?
     }
 
     // MARK: Snapshot
@@ -19,11 +21,12 @@ enum JournalPayload {
     static func encodeSnapshot(
         metadata: StoreMetadata,
         schema: [EntityDescription],
+        history: StoreHistory?,
         rowCount: (Int) -> Int,
         forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
     ) -> [UInt8] {
         var writer = BinaryWriter(capacity: 256)
-        let version = formatVersion(metadata: metadata, schema: schema)
+        let version = formatVersion(metadata: metadata, schema: schema, history: history)
         let newer = version >= 2
         writer.writeUUID(metadata.storeIdentifier)
         writer.writeString(metadata.versionHash)
@@ -102,16 +105,21 @@ enum JournalPayload {
                 }
             }
         }
+        // Format 4: the history section.
+        if let history {
+            writeHistory(history, to: &writer)
+        }
         return writer.bytes
     }
 
     /// The major version a snapshot needs: 2 for relationships, applied migration steps or
     /// renaming identifiers (the migration section), 3 for superentities or uniqueness
-    /// constraints (the model section). A file with one has that major version, so that older
-    /// readers refuse it as newer instead of calling it damaged. Other snapshots stay byte for
-    /// byte format 1.
-    static func formatVersion(metadata: StoreMetadata, schema: [EntityDescription]) -> UInt16 {
-        UInt16(metadata.formatVersion(with: schema))
+    /// constraints (the model section), 4 for a persistent history (the history section, and a
+    /// transaction trailer in every change record). A file with one has that major version, so
+    /// that older readers refuse it as newer instead of calling it damaged. Other snapshots stay
+    /// byte for byte format 1.
+    static func formatVersion(metadata: StoreMetadata, schema: [EntityDescription], history: StoreHistory?) -> UInt16 {
+        history != nil ? 4 : UInt16(metadata.formatVersion(with: schema))
     }
 
     /// The renaming identifiers of a schema: entity (with `attributeIndex` nil) and column
@@ -198,18 +206,21 @@ enum JournalPayload {
             rows.append(entityRows)
         }
         var steps: [String] = []
-        if !reader.isAtEnd {  // Format 2: the migration section.
+        // Format 4 has every section: the history section comes last.
+        let hasHistory = major >= 4
+        if !reader.isAtEnd || hasHistory {  // Format 2: the migration section.
             let stepCount = try reader.readCount(minimumElementSize: 1, "migration step")
             for _ in 0..<stepCount {
                 steps.append(try reader.readString())
             }
-            if !reader.isAtEnd {
+            if !reader.isAtEnd || hasHistory {
                 schema = try readOriginalNames(&reader, into: schema)
             }
-            if major >= 3 && !reader.isAtEnd {
+            if major >= 3 && (!reader.isAtEnd || hasHistory) {
                 schema = try readModelSection(&reader, into: schema)
             }
         }
+        let history = hasHistory ? try readHistory(&reader) : nil
         guard reader.isAtEnd else {
             throw reader.error("the snapshot has \(reader.remaining) unexpected trailing bytes")
         }
@@ -217,7 +228,7 @@ enum JournalPayload {
             metadata: StoreMetadata(
                 storeIdentifier: identifier, versionHash: versionHash, nextPrimaryKeys: nextPrimaryKeys,
                 appliedMigrationSteps: steps),
-            schema: schema, rows: rows)
+            schema: schema, rows: rows, history: history)
     }
 
     private static func readRelationship(_ reader: inout BinaryReader) throws -> RelationshipDescription {
@@ -390,29 +401,43 @@ enum JournalPayload {
             writer.writeVarint(UInt64(index))
             writer.writeSignedVarint(next)
         }
+        // Format 4: the transaction trailer.
+        if let transaction = changes.transaction {
+            writeTransactionHeader(transaction, to: &writer)
+        }
         return writer.bytes
     }
 
     /// Applies an encoded change set to `rows` (the rows of each entity of `schema`).
     ///
-    /// - Parameter onRow: Called with the entity index and primary key of each row inserted or
-    ///   updated (to find which record last wrote a row).
+    /// - Parameters:
+    ///   - history: The history so far, for a journal that records one (format 4): the record's
+    ///     transaction trailer is read and the transaction added to it.
+    ///   - onRow: Called with the entity index and primary key of each row inserted or
+    ///     updated (to find which record last wrote a row).
     static func applyChanges(
         _ reader: inout BinaryReader,
         schema: [EntityDescription],
         to rows: inout [[Int64: [StoredValue]]],
         nextPrimaryKeys: inout [String: Int64],
+        history: inout StoreHistory?,
         onRow: ((Int, Int64) -> Void)? = nil
     ) throws {
+        let recordsHistory = history != nil
+        var entities: [StoredTransaction.EntityChanges] = []
         let entityCount = try reader.readCount(minimumElementSize: 4, "entity change")
         for _ in 0..<entityCount {
             let index = try readIndex(&reader, below: schema.count, "entity index")
             let attributeCount = schema[index].columnCount
+            var changes = StoredTransaction.EntityChanges(entityName: schema[index].name)
             let insertCount = try reader.readCount(minimumElementSize: 1 + attributeCount, "insert")
             for _ in 0..<insertCount {
                 let primaryKey = try readPrimaryKey(&reader)
                 rows[index][primaryKey] = try readValues(&reader, count: attributeCount)
                 onRow?(index, primaryKey)
+                if recordsHistory {
+                    changes.inserted.append(primaryKey)
+                }
             }
             let updateCount = try reader.readCount(minimumElementSize: 2, "update")
             for _ in 0..<updateCount {
@@ -422,23 +447,48 @@ enum JournalPayload {
                     throw reader.error(
                         "an update of row \(primaryKey) of '\(schema[index].name)', which does not exist")
                 }
+                var properties: [String] = []
                 for _ in 0..<changedCount {
                     let attribute = try readIndex(&reader, below: attributeCount, "attribute index")
                     values[attribute] = try reader.readValue()
+                    if recordsHistory {
+                        properties.append(schema[index].columnName(attribute))
+                    }
                 }
                 rows[index][primaryKey] = values
                 onRow?(index, primaryKey)
+                if recordsHistory {
+                    changes.updated.append(StoredTransaction.Update(primaryKey: primaryKey, properties: properties))
+                }
             }
             let deleteCount = try reader.readCount(minimumElementSize: 1, "delete")
             for _ in 0..<deleteCount {
                 let primaryKey = try readPrimaryKey(&reader)
                 rows[index][primaryKey] = nil
+                if recordsHistory {
+                    changes.deleted.append(primaryKey)
+                }
+            }
+            if recordsHistory {
+                entities.append(changes)
             }
         }
         let keyCount = try reader.readCount(minimumElementSize: 2, "primary key counter")
         for _ in 0..<keyCount {
             let index = try readIndex(&reader, below: schema.count, "entity index")
             nextPrimaryKeys[schema[index].name] = try reader.readSignedVarint()
+        }
+        if var recorded = history {
+            var transaction = try readTransactionHeader(&reader)
+            guard transaction.number > recorded.lastTransactionNumber else {
+                throw reader.error(
+                    "the record's transaction \(transaction.number) does not come after the history's last, "
+                        + "\(recorded.lastTransactionNumber)")
+            }
+            transaction.entities = entities
+            history = nil  // Appended in place, not copied.
+            recorded.append(transaction)
+            history = recorded
         }
         guard reader.isAtEnd else {
             throw reader.error("the change set has \(reader.remaining) unexpected trailing bytes")

@@ -93,6 +93,9 @@ public final class JournalStore: PersistentStore {
     /// The file extension: `journal`.
     public static let fileExtension = "journal"
 
+    /// `true`: the journal keeps a persistent history when asked to (format 4).
+    public var keepsHistory: Bool { true }
+
     /// A journal store at `<directory>/<name>.journal`.
     ///
     /// - Parameters:
@@ -177,7 +180,8 @@ public final class JournalStore: PersistentStore {
     private func create(for model: ManagedObjectModel) throws {
         let metadata = StoreMetadata(storeIdentifier: UUID(), versionHash: model.versionHash)
         let bytes = Self.snapshotFile(
-            metadata: metadata, schema: model.entities, sequence: 1, rowCount: { _ in 0 }, forEachRow: { _, _ in }
+            metadata: metadata, schema: model.entities, history: nil, sequence: 1, rowCount: { _ in 0 },
+            forEachRow: { _, _ in }
         ).bytes
         do {
             try bytes.withUnsafeBytes {
@@ -256,7 +260,8 @@ public final class JournalStore: PersistentStore {
         for (index, entity) in snapshot.schema.enumerated() {
             rows[entity.name] = snapshot.rows[index].map { StoredRow(primaryKey: $0.key, values: $0.value) }
         }
-        var contents = StoreContents(metadata: snapshot.metadata, schema: snapshot.schema, rows: rows)
+        var contents = StoreContents(
+            metadata: snapshot.metadata, schema: snapshot.schema, rows: rows, history: snapshot.history)
         let entityIndexes = Dictionary(
             snapshot.schema.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         contents.rowLocator = RowLocator { error, entityName, primaryKey in
@@ -388,7 +393,7 @@ public final class JournalStore: PersistentStore {
                     let recordOffset = offset
                     try JournalPayload.applyChanges(
                         &reader, schema: current.schema, to: &current.rows,
-                        nextPrimaryKeys: &current.metadata.nextPrimaryKeys,
+                        nextPrimaryKeys: &current.metadata.nextPrimaryKeys, history: &current.history,
                         onRow: onRow.map { onRow in { onRow($0, $1, recordOffset) } })
                     snapshot = current
                 } else {
@@ -523,6 +528,21 @@ public final class JournalStore: PersistentStore {
                 url: url)
         }
         try checkNotFailed()
+        let recordsHistory = header.majorVersion >= 4
+        if changes.transaction != nil && !recordsHistory {
+            // History starts: the journal becomes format 4 before it records anything with a
+            // transaction, so that no record of it lacks its trailer. A failed compaction fails
+            // the save; the old journal is untouched.
+            try compact(resultingState)
+            lastCompactionError = nil
+            return true
+        }
+        guard changes.transaction != nil || !recordsHistory else {
+            throw StoreError(
+                .invalidConfiguration,
+                "The journal records a persistent history: every change set appended needs its transaction.",
+                url: url)
+        }
         let payload = JournalPayload.encodeChanges(changes, mapping: mapping)
         let record = JournalFormat.encodeRecord(
             type: .changes, sequence: nextSequence, epoch: header.epoch, payload: payload)
@@ -762,7 +782,8 @@ public final class JournalStore: PersistentStore {
         var metadata = state.metadata
         metadata.storeIdentifier = storeIdentifier
         return Self.snapshotFile(
-            metadata: metadata, schema: state.entities, sequence: nextSequence, rowCount: state.rowCount(ofEntityAt:),
+            metadata: metadata, schema: state.entities, history: state.history, sequence: nextSequence,
+            rowCount: state.rowCount(ofEntityAt:),
             forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
     }
 
@@ -773,7 +794,8 @@ public final class JournalStore: PersistentStore {
             (contents.rows[entity.name] ?? []).sorted { $0.primaryKey < $1.primaryKey }
         }
         return snapshotFile(
-            metadata: contents.metadata, schema: contents.schema, sequence: 1, rowCount: { rows[$0].count },
+            metadata: contents.metadata, schema: contents.schema, history: contents.history, sequence: 1,
+            rowCount: { rows[$0].count },
             forEachRow: { index, body in
                 for row in rows[index] {
                     body(row.primaryKey, row.values)
@@ -787,15 +809,16 @@ public final class JournalStore: PersistentStore {
     static func snapshotFile(
         metadata: StoreMetadata,
         schema: [EntityDescription],
+        history: StoreHistory?,
         sequence: UInt64,
         rowCount: (Int) -> Int,
         forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
     ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
         var header = JournalFormat.Header(
             storeIdentifier: metadata.storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: sequence)
-        header.majorVersion = JournalPayload.formatVersion(metadata: metadata, schema: schema)
+        header.majorVersion = JournalPayload.formatVersion(metadata: metadata, schema: schema, history: history)
         let payload = JournalPayload.encodeSnapshot(
-            metadata: metadata, schema: schema, rowCount: rowCount, forEachRow: forEachRow)
+            metadata: metadata, schema: schema, history: history, rowCount: rowCount, forEachRow: forEachRow)
         let bytes =
             header.encoded()
             + JournalFormat.encodeRecord(type: .snapshot, sequence: sequence, epoch: header.epoch, payload: payload)
