@@ -13,7 +13,8 @@ public struct StoreState: Sendable {
     /// history is not tracked.
     public let history: StoreHistory?
 
-    init(metadata: StoreMetadata, entities: [EntityDescription], tables: [TableSnapshot], history: StoreHistory? = nil) {
+    init(metadata: StoreMetadata, entities: [EntityDescription], tables: [TableSnapshot], history: StoreHistory? = nil)
+    {
         self.metadata = metadata
         self.entities = entities
         self.tables = tables

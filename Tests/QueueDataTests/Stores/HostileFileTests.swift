@@ -302,7 +302,8 @@ struct HostileFileTests {
             storeIdentifier: UUID(), epoch: 0x1234_5678_9ABC_DEF0, baseSequence: baseSequence)
         let metadata = StoreMetadata(storeIdentifier: header.storeIdentifier, versionHash: entryModel.versionHash)
         let snapshot = JournalPayload.encodeSnapshot(
-            metadata: metadata, schema: entryModel.entities, history: nil, rowCount: { _ in 0 }, forEachRow: { _, _ in })
+            metadata: metadata, schema: entryModel.entities, history: nil, rowCount: { _ in 0 }, forEachRow: { _, _ in }
+        )
         var bytes =
             header.encoded()
             + JournalFormat.encodeRecord(
@@ -383,7 +384,8 @@ struct HostileFileTests {
                 storeIdentifier: header.storeIdentifier, versionHash: entryModel.versionHash,
                 nextPrimaryKeys: Dictionary(uniqueKeysWithValues: names.enumerated().map { ($1 + "\($0)", 1) }))
             let snapshot = JournalPayload.encodeSnapshot(
-                metadata: metadata, schema: entryModel.entities, history: nil, rowCount: { _ in 0 }, forEachRow: { _, _ in })
+                metadata: metadata, schema: entryModel.entities, history: nil, rowCount: { _ in 0 },
+                forEachRow: { _, _ in })
             // Rename the counters in the encoded payload: "Entry0"/"Entry1"/"Ghost0" become the names asked for.
             var payload = snapshot
             for (index, name) in names.enumerated() {
