@@ -5,7 +5,7 @@ import Foundation
 /// Get one from ``ManagedObjectContext/currentHistoryToken()`` or from a
 /// ``HistoryTransaction/token``; keep it (it is `Codable`), and ask for what changed since with
 /// ``ManagedObjectContext/history(after:author:entityName:)``. Tokens stay valid across reopens,
-/// saves and compaction; only ``ManagedObjectContext/purgeHistory(before:)`` retires the ones
+/// saves and compaction; only ``ManagedObjectContext/purgeHistory(before:)-(HistoryToken)`` retires the ones
 /// before the purge point (a later fetch with one throws ``HistoryError/Code/expiredToken``).
 ///
 /// Tokens of one store are ordered by transaction number. (Tokens of different stores compare

@@ -52,7 +52,9 @@ enum StoreConversion {
         guard let written = try reader.inspect() else {
             throw StoreError(.io, "The converted store vanished before it could be checked.", url: temporaryURL)
         }
-        if let difference = difference(between: written, and: state) {
+        if let difference = difference(between: written, and: state)
+            ?? (reader.keepsHistory && written.history != state.history ? "the persistent history differs" : nil)
+        {
             throw StoreError(
                 .corrupted, "The converted store does not read back as the original: \(difference). Nothing was kept.",
                 url: temporaryURL)
