@@ -113,6 +113,16 @@ enum InspectCommand {
         report["storeIdentifier"] = contents.metadata.storeIdentifier.uuidString
         report["versionHash"] = contents.metadata.versionHash
         report["appliedMigrationSteps"] = contents.metadata.appliedMigrationSteps
+        report["history"] =
+            contents.history.map { history -> [String: Any] in
+                [
+                    "transactions": history.transactions.count,
+                    "firstTransaction": history.transactions.first?.number ?? NSNull(),
+                    "lastTransactionNumber": history.lastTransactionNumber,
+                    "purgedThrough": history.purgedThrough,
+                    "authors": Set(history.transactions.compactMap(\.author)).sorted(),
+                ]
+            } ?? NSNull()
         report["entities"] = contents.schema.map { entity -> [String: Any] in
             [
                 "name": entity.name,
@@ -179,6 +189,21 @@ enum InspectCommand {
         }
         if let steps = report["appliedMigrationSteps"] as? [String] {
             line("Migration steps", steps.isEmpty ? "none applied" : steps.joined(separator: ", "))
+        }
+        if let history = report["history"] as? [String: Any] {
+            let count = history["transactions"] as? Int ?? 0
+            let kept =
+                count == 0
+                ? "no transactions kept"
+                : "\(count) transaction\(count == 1 ? "" : "s") kept (\(history["firstTransaction"]!) to "
+                    + "\(history["lastTransactionNumber"]!))"
+            let authors = history["authors"] as? [String] ?? []
+            line(
+                "History",
+                kept + ", purged through \(history["purgedThrough"]!)"
+                    + (authors.isEmpty ? "" : "; authors: \(authors.joined(separator: ", "))"))
+        } else if report["storeIdentifier"] != nil {
+            line("History", "not tracked")
         }
         if let entities = report["entities"] as? [[String: Any]] {
             printOutput("Entities")

@@ -178,6 +178,8 @@ enum WriteCommands {
         do {
             try manager.loadPersistentStore()
             context = try manager.createContext()
+            // The store's persistent history, if it keeps one, tells the import's saves apart.
+            context.performAndWait { context.transactionAuthor = "qd import" }
         } catch let error as StoreError where error.code == .incompatibleModel && !uniqueNames.isEmpty {
             // The only model difference qd makes: the existing objects contradict --unique.
             let shared = error.message.components(separatedBy: ", which the model declares unique").first ?? ""

@@ -25,8 +25,9 @@ extension ManagedObjectContext {
     /// attributes (``Attribute`` `.unique`, ``ManagedObject/uniquenessConstraints``) match an
     /// existing object updates that object (an upsert) instead of inserting another; with
     /// ``MergePolicy/error``, such a record fails the batch's save with
-    /// ``MergeConflictError``. Every context of the manager merges each batch's save. Memory
-    /// stays flat however large the file is.
+    /// ``MergeConflictError``. Every context of the manager merges each batch's save; a store
+    /// that keeps a persistent history records each batch as a transaction with this context's
+    /// ``transactionAuthor``. Memory stays flat however large the file is.
     ///
     /// - Important: An upsert replaces the whole object, not only the fields the file has:
     ///   every attribute and relationship the record leaves out is reset to its default (the
@@ -78,6 +79,8 @@ extension ManagedObjectContext {
         let task = ExportTask()
         let coordinator = self.coordinator
         let workerName = "\(name) (import)"
+        // The import's saves are recorded in the persistent history with this context's author.
+        let author = confinement.isCurrent ? transactionAuthorValue : queue.sync { transactionAuthorValue }
         let contextQueue = queue
         let confinement = self.confinement
         var report: (@Sendable (ExportProgress) -> Void)?
@@ -99,6 +102,7 @@ extension ManagedObjectContext {
                         queue: workerQueue, name: workerName, coordinator: coordinator, observesSaves: false,
                         onDeinit: {})
                     worker.mergePolicy = mergePolicy
+                    worker.transactionAuthorValue = author
                     continuation.resume(
                         with: Swift.Result {
                             try worker.performAndWait {

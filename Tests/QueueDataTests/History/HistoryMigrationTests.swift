@@ -53,13 +53,13 @@ struct HistoryMigrationTests {
         try saveOneByOne(manager, ["a", "b"])
         var context = try makeContext(manager, "reader")
         let before = try context.performAndWait { try context.history(after: nil) }
-        try manager.migratePersistentStore(to: .journal, name: "Copy")
+        try manager.migratePersistentStore(to: .journal, directory: directory.url, name: "Copy")
         context = try makeContext(manager, "reader")
         #expect(try context.performAndWait { try context.history(after: nil) } == before)
         try saveOneByOne(manager, ["c"])
         #expect(try context.performAndWait { try context.history(after: before.last!.token) }.count == 1)
 
-        try manager.migratePersistentStore(to: .jsonFile, name: "AsJSON")
+        try manager.migratePersistentStore(to: .jsonFile, directory: directory.url, name: "AsJSON")
         context = try makeContext(manager, "reader")
         #expect(try childlessNames(manager) == ["a", "b", "c"])
         let error = #expect(throws: HistoryError.self) {
@@ -71,6 +71,7 @@ struct HistoryMigrationTests {
         manager = journalManager(directory, name: "Copy", tracksHistory: true)
         defer { manager.close() }
         context = try makeContext(manager, "reader")
-        #expect(try historySummaries(context).count == 3, "\(try historySummaries(context))")
+        let summaries = try historySummaries(context)
+        #expect(summaries.count == 3, "\(summaries)")
     }
 }

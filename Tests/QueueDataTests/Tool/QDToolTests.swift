@@ -4,7 +4,7 @@ import Testing
 @_spi(StoreTool) @_spi(Fuzzing) @testable import QueueData
 
 /// The `qd` executable the tests run: `QD_PATH`, or the one built beside the test bundle.
-private let qdPath: String = {
+let qdExecutablePath: String = {
     if let path = ProcessInfo.processInfo.environment["QD_PATH"] {
         return path
     }
@@ -18,7 +18,7 @@ private let qdPath: String = {
 
 /// Runs `qd` with `arguments`.
 private func qd(_ arguments: String...) throws -> ProcessOutput {
-    try runProcess(qdPath, arguments)
+    try runProcess(qdExecutablePath, arguments)
 }
 
 /// The JSON object `qd` printed.
@@ -311,7 +311,7 @@ struct QDToolTests {
             ["import", store.path, "--entity", "Tag", directory.file("tags.jsonl").path],
         ] {
             try directory.write(Array("{\"label\": \"x\"}\n".utf8), to: "tags.jsonl")
-            let output = try runProcess(qdPath, arguments)
+            let output = try runProcess(qdExecutablePath, arguments)
             #expect(output.status == 4, "\(arguments): \(output.standardError)")
             #expect(output.standardError.contains(directory.file("Store.lock").standardizedFileURL.path))
             #expect(output.standardError.contains("process \(getpid())"), "\(output.standardError)")
