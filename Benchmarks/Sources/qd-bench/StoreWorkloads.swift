@@ -17,6 +17,8 @@ func benchmarkDirectory(_ label: String) -> URL {
 struct FileStoreBenchmark: ContextManagerDelegate {
     let directory: URL
     let type: StoreType
+    var tracksHistory = false
+    var tracksPersistentHistory: Bool { tracksHistory }
     var managedObjectModel: ManagedObjectModel { ManagedObjectModel([Record.self]) }
     var persistentStoreName: String { "Benchmark" }
     var persistentStoreType: StoreType { type }

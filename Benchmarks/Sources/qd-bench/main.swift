@@ -5,7 +5,7 @@
 // `--only` runs the groups whose name contains one of the NAMEs (`--only goals`: the groups
 // of the P1–P10 table). Groups: memory, attribute, insert, fetch, filter, journal, json,
 // savers, migration, graph, fanout, unique, conflict, merge, throughput, observation, index,
-// export, compaction.
+// export, compaction, history.
 //
 // Every figure is a median of several runs, and is reported as a ratio against a baseline
 // measured in the same process: absolute times drift on shared machines, ratios much less.
@@ -588,6 +588,13 @@ if shouldRun("index") {
 if shouldRun("compaction") {
     results += try compactionMeasurements(
         sizes: quick || count >= 1_000_000 ? [count] : [count, 1_000_000], compactions: 2)
+}
+
+// MARK: Persistent history — what tracking costs
+
+if shouldRun("history") {
+    results += try historyMeasurements(
+        Array(records.prefix(10_000)), iterations: quick ? 100 : 400, repetitions: repetitions)
 }
 
 printTable(results)

@@ -16,8 +16,10 @@ struct SeedDelegate: ContextManagerDelegate {
     var type: StoreType
     var model: ManagedObjectModel
     var steps: [MigrationStep] = []
+    var tracksHistory = false
 
     var managedObjectModel: ManagedObjectModel { model }
+    var tracksPersistentHistory: Bool { tracksHistory }
     var persistentStoreName: String { "Seed" }
     var persistentStoreType: StoreType { type }
     var storeDirectory: URL { directory }
@@ -123,8 +125,10 @@ func stores(_ type: StoreType, fileExtension: String, in directory: URL) throws 
     func keep(_ name: String) throws {
         files.append((name, Array(try Data(contentsOf: fileURL))))
     }
-    func manager(_ model: ManagedObjectModel, steps: [MigrationStep] = []) -> ContextManager {
-        ContextManager(delegate: SeedDelegate(directory: directory, type: type, model: model, steps: steps))
+    func manager(_ model: ManagedObjectModel, steps: [MigrationStep] = [], history: Bool = false) -> ContextManager {
+        ContextManager(
+            delegate: SeedDelegate(
+                directory: directory, type: type, model: model, steps: steps, tracksHistory: history))
     }
 
     let empty = manager(modelV1)
@@ -153,6 +157,20 @@ func stores(_ type: StoreType, fileExtension: String, in directory: URL) throws 
     try writeVersion2(version2)
     version2.close()
     try keep("migrated-saves")
+
+    if fileExtension == "journal" {
+        // Format 4: the save that starts the history compacts (a history section), the next is
+        // a record with a transaction trailer; then a purge.
+        let tracking = manager(modelV2, steps: migrationStepsV2, history: true)
+        try writeVersion2(tracking)
+        try writeVersion2(tracking)
+        try keep("history")
+        let context = try tracking.createContext()
+        try context.performAndWait { try context.purgeHistory(before: try context.currentHistoryToken()) }
+        try writeVersion2(tracking)
+        tracking.close()
+        try keep("history-purged")
+    }
     return files
 }
 

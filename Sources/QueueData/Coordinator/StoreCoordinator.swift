@@ -794,7 +794,7 @@ final class StoreCoordinator: @unchecked Sendable {
         store = nil
         tables = []
         durableTables = []
-        history = history.map { _ in StoreHistory() }
+        history = nil
         historyCommits = []
     }
 }
