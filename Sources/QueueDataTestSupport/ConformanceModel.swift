@@ -58,6 +58,9 @@ let incompatibleConformanceModel = ManagedObjectModel([ConformanceItem.self, Con
 struct ConformanceDelegate: ContextManagerDelegate {
     let model: ManagedObjectModel
     let makeStore: @Sendable () throws -> any PersistentStore
+    var tracksHistory = false
+
+    var tracksPersistentHistory: Bool { tracksHistory }
 
     var managedObjectModel: ManagedObjectModel { model }
     var persistentStoreName: String { "Conformance" }

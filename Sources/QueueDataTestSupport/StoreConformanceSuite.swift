@@ -29,7 +29,9 @@ import Testing
 /// survives a power loss, and a save whose writes fail throws, keeps its changes, and makes
 /// the store refuse later commits until it is reopened, and for a store with group commit
 /// (a ``PersistentStore/synchronizationQueue``) the same holds for saves of several queues at
-/// once; a model with a changed attribute is
+/// once; a store that keeps history (``PersistentStore/keepsHistory``) returns every
+/// transaction it was given, after a reopen, and after a purge only those kept; a model with a
+/// changed attribute is
 /// refused without changing the store; and last, a model with an added and a renamed attribute
 /// is migrated (by a store that implements
 /// ``PersistentStore/replaceContents(with:keepingOriginalAs:)``) or refused unchanged.
@@ -120,13 +122,17 @@ public struct StoreConformanceSuite: Sendable {
                 log.attempt("group commit") { try checkGroupCommit(faults, log) }
             }
         }
+        if (try? makeStore().keepsHistory) == true {
+            log.attempt("history") { try checkHistory(log) }
+        }
         log.attempt("incompatible model") { try checkIncompatibleModel(log) }
         log.attempt("migration") { try checkMigration(log) }
         return log.failures
     }
 
-    func manager(_ model: ManagedObjectModel = conformanceModel) -> ContextManager {
-        ContextManager(delegate: ConformanceDelegate(model: model, makeStore: makeStore))
+    func manager(_ model: ManagedObjectModel = conformanceModel, tracksHistory: Bool = false) -> ContextManager {
+        ContextManager(
+            delegate: ConformanceDelegate(model: model, makeStore: makeStore, tracksHistory: tracksHistory))
     }
 }
 

@@ -81,6 +81,8 @@ func historyMeasurements(_ values: [RecordValue], iterations: Int, repetitions: 
         Measurement(
             workload: "History: open \(values.count) journal with \(transactionCount) transactions of history",
             subject: openTracked, baseline: openPlain, baselineName: "the same rows without history", unit: "ms",
-            goal: 1.1))
+            goal: nil,
+            note: "the history holds \(values.count + transactionCount) object changes: the first save inserted "
+                + "every row, then one update per save; opening decodes them as it decodes rows"))
     return results
 }

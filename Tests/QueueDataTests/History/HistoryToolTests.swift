@@ -10,6 +10,9 @@ struct HistoryToolTests {
         let directory = TemporaryDirectory("history-qd")
         var manager = journalManager(directory, tracksHistory: true)
         try saveOneByOne(manager, ["a", "b"])
+        // The app keeps its token, and quits; another process (qd) changes the store meanwhile.
+        let app = try makeContext(manager, "app")
+        let saved = try JSONEncoder().encode(try app.performAndWait { try app.currentHistoryToken() })
         manager.close()
         let store = directory.file("Store.journal")
         try directory.write(Array("{\"name\": \"imported\"}\n".utf8), to: "more.jsonl")
@@ -22,6 +25,14 @@ struct HistoryToolTests {
         let transactions = try context.performAndWait { try context.history(after: nil) }
         #expect(transactions.map(\.author) == [nil, nil, "qd import"])
         #expect(transactions.last?.changes.map(\.kind) == [.insert])
+        // The app, back, catches up from its token: exactly what the other process did.
+        let token = try JSONDecoder().decode(HistoryToken.self, from: saved)
+        let missed = try context.performAndWait { try context.history(after: token) }
+        #expect(missed == [transactions[2]])
+        let names = try context.performAndWait {
+            try missed[0].changes.map { try context.existingObject(with: $0.objectID, as: Destination.self).name }
+        }
+        #expect(names == ["imported"])
         manager.close()
 
         let text = try runProcess(qdExecutablePath, ["inspect", store.path])
