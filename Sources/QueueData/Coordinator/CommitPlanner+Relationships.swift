@@ -1,7 +1,7 @@
 /// Relationships at commit time: temporary keys become permanent, concurrent additions to a
 /// to-many relationship merge instead of conflicting, and both sides of every relationship
 /// the commit changes end up pointing at each other.
-extension StoreCoordinator {
+extension CommitPlanner {
     /// Whether any entity of the model has relationships (otherwise none of this runs).
     var hasRelationships: Bool {
         model.entities.contains { !$0.relationships.isEmpty }

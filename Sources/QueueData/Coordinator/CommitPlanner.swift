@@ -1,0 +1,380 @@
+import Foundation
+
+/// The pure part of a commit: from a save request and the committed rows before it, what the
+/// commit writes — keys for the inserted rows, conflicts settled by the merge policy, uniqueness
+/// constraints enforced (upserts), inverses repaired — as one value, without touching a store or
+/// any state. The coordinator runs it on its queue over its tables, records the result's change
+/// set in the store, and only then adopts the result's tables; a test runs it over tables of its
+/// own (CommitPlannerTests).
+struct CommitPlanner {
+    let model: ManagedObjectModel
+    /// One key per entity (the object IDs of conflicts name them).
+    let entityKeys: [EntityKey]
+    /// Every committed row before the commit (appended, not necessarily durable).
+    let tables: [EntityTable]
+    /// The committed rows' values of every uniqueness constraint.
+    let uniquenessIndexes: [UniquenessIndex]
+
+    /// What a commit writes, computed from the request and the rows before it.
+    struct Result {
+        /// What the store records (without a history transaction): empty `entities` when the
+        /// commit changes nothing.
+        var changeSet: ChangeSet
+        /// Every table after the commit.
+        var tables: [EntityTable]
+        /// What the saving context is told (without a durability ticket).
+        var outcome: SaveOutcome
+        /// The rows the commit inserted, restored or updated, and the ones it deleted.
+        var written: [(entityIndex: Int, row: CommittedRow)]
+        var deleted: [RowKey]
+    }
+
+    /// Plans the commit of `request`.
+    ///
+    /// Every updated or deleted object whose committed version is no longer the one its
+    /// context last saw is a conflict, settled by the request's merge policy.
+    ///
+    /// - Throws: ``MergeConflictError`` for conflicts the policy leaves failing (version or
+    ///   uniqueness conflicts); ``StoreError/Code/io`` when an entity's primary keys are exhausted.
+    func plan(_ request: SaveRequest) throws -> Result {
+        // Keys for the inserted rows come first: relationships in this save refer to them.
+        var nextKeys = tables.map(\.nextPrimaryKey)
+        var insertKeys: [Int64] = []
+        insertKeys.reserveCapacity(request.inserts.count)
+        var permanentKeys: [Int64: Int64] = [:]
+        for insert in request.inserts {
+            let key = nextKeys[insert.entityIndex]
+            guard key < Int64.max else {
+                throw StoreError(.io, "The primary keys of '\(model.entities[insert.entityIndex].name)' are exhausted.")
+            }
+            nextKeys[insert.entityIndex] = key + 1
+            insertKeys.append(key)
+            permanentKeys[insert.temporaryKey] = key
+        }
+        let relational = hasRelationships
+        var request = request
+        if relational {
+            for index in request.inserts.indices {
+                request.inserts[index].values = translatingTemporaryKeys(
+                    request.inserts[index].values, entityIndex: request.inserts[index].entityIndex,
+                    permanentKeys: permanentKeys)
+            }
+            for index in request.updates.indices {
+                let update = request.updates[index]
+                let translated = translatingTemporaryKeys(
+                    update.objectValues, entityIndex: update.entityIndex, permanentKeys: permanentKeys)
+                request.updates[index].changedValues = update.changedSlots.map { translated[$0] }
+            }
+            for index in request.restores.indices {
+                request.restores[index].values = translatingTemporaryKeys(
+                    request.restores[index].values, entityIndex: request.restores[index].entityIndex,
+                    permanentKeys: permanentKeys)
+            }
+        }
+        var plan = CommitPlan()
+        // Rows written back by an undo: restored where they are still deleted; where another
+        // save wrote them back meanwhile, an update of what the context last saw.
+        for restore in request.restores {
+            let key = RowKey(entityIndex: restore.entityIndex, primaryKey: restore.primaryKey)
+            if tables[restore.entityIndex].row(for: restore.primaryKey) == nil {
+                plan.restores.append((key, restore.values, restore.baseVersion))
+            } else {
+                let slots = restore.values.indices.filter {
+                    !StoredValue.isSame(restore.values[$0], restore.snapshot[$0])
+                }
+                request.updates.append(
+                    SaveRequest.Update(
+                        entityIndex: restore.entityIndex, primaryKey: restore.primaryKey,
+                        baseVersion: restore.baseVersion, snapshot: restore.snapshot, changedSlots: slots,
+                        changedValues: slots.map { restore.values[$0] }))
+            }
+        }
+        /// A conflicting object: what the context based its change on, what is committed now,
+        /// and what the context wants (`nil`: delete).
+        struct Conflicting {
+            var key: RowKey
+            var baseVersion: Int64
+            var snapshot: [StoredValue]
+            var current: CommittedRow?
+            var objectValues: [StoredValue]?
+        }
+        var conflicting: [Conflicting] = []
+
+        for update in request.updates {
+            let key = RowKey(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
+            let current = tables[update.entityIndex].row(for: update.primaryKey)
+            if let current, current.version == update.baseVersion {
+                plan.updates.append((key, update.objectValues, update.changedSlots))
+            } else if relational, let current,
+                onlyToManyChanged(entityIndex: key.entityIndex, snapshot: update.snapshot, committed: current.values)
+            {
+                // Only to-many relationships changed meanwhile: additions and removals merge.
+                let object = update.objectValues
+                var merged = current.values
+                for slot in update.changedSlots {
+                    merged[slot] = object[slot]
+                }
+                merged = mergingToMany(
+                    merged, entityIndex: key.entityIndex, snapshot: update.snapshot, object: object,
+                    committed: current.values)
+                plan.updates.append(
+                    (key, merged, merged.indices.filter { !StoredValue.isSame(merged[$0], current.values[$0]) }))
+            } else {
+                conflicting.append(
+                    Conflicting(
+                        key: key, baseVersion: update.baseVersion, snapshot: update.snapshot, current: current,
+                        objectValues: update.objectValues))
+            }
+        }
+        for delete in request.deletes {
+            let key = RowKey(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
+            guard let current = tables[delete.entityIndex].row(for: delete.primaryKey) else {
+                continue  // Deleted already: the goal is reached, no conflict.
+            }
+            if current.version == delete.baseVersion {
+                plan.deletes.append(key)
+            } else {
+                conflicting.append(
+                    Conflicting(
+                        key: key, baseVersion: delete.baseVersion, snapshot: delete.snapshot, current: current,
+                        objectValues: nil))
+            }
+        }
+
+        if !conflicting.isEmpty {
+            let policy = request.mergePolicy
+            // Each conflict's outcome: nil keeps the store's version, .some(nil) deletes,
+            // .some(row) writes the row.
+            var outcomes: [[StoredValue]??] = []
+            if policy.resolvesOnRows {
+                outcomes = conflicting.map {
+                    policy.resolveOnRows(snapshot: $0.snapshot, committed: $0.current?.values, object: $0.objectValues)
+                }
+            } else {
+                let conflicts = conflicting.map {
+                    conflict($0.key, $0.baseVersion, $0.snapshot, $0.current, objectValues: $0.objectValues)
+                }
+                let resolutions = policy.resolutions(for: conflicts)
+                guard resolutions.count == conflicts.count else {
+                    fatalError(
+                        "QueueData: the merge policy '\(policy)' returned \(resolutions.count) resolutions "
+                            + "for \(conflicts.count) conflicts; return one per conflict.")
+                }
+                let failed = zip(conflicts, resolutions).filter { $0.1 == .fail }.map(\.0)
+                guard failed.isEmpty else {
+                    throw MergeConflictError(conflicts: failed)
+                }
+                outcomes = zip(conflicting, resolutions).map { item, resolution in
+                    switch resolution {
+                    case .fail, .keepStoreVersion:
+                        return nil
+                    case .delete:
+                        return .some(nil)
+                    case .write(let values):
+                        let entity = model.entities[item.key.entityIndex]
+                        var row = item.current?.values ?? item.snapshot
+                        for (name, value) in values {
+                            guard let slot = entity.index(ofAttribute: name),
+                                value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
+                            else {
+                                fatalError(
+                                    "QueueData: the merge policy '\(policy)' wrote \(value) to "
+                                        + "'\(entity.name).\(name)', which does not exist or does not take it.")
+                            }
+                            row[slot] = value
+                        }
+                        return .some(row)
+                    }
+                }
+            }
+            let mergesToMany: Bool
+            if case .overwrite = policy.kind {
+                mergesToMany = false
+            } else {
+                mergesToMany = relational
+            }
+            for (item, outcome) in zip(conflicting, outcomes) {
+                switch outcome {
+                case .none:
+                    break
+                case .some(.none):
+                    if item.current != nil {
+                        plan.deletes.append(item.key)
+                    }
+                case .some(.some(var row)):
+                    if mergesToMany, let current = item.current, let object = item.objectValues {
+                        // To-many relationships both sides changed keep both sides' additions.
+                        row = mergingToMany(
+                            row, entityIndex: item.key.entityIndex, snapshot: item.snapshot, object: object,
+                            committed: current.values)
+                    }
+                    if let current = item.current {
+                        let changed = row.indices.filter { !StoredValue.isSame(row[$0], current.values[$0]) }
+                        plan.updates.append((item.key, row, changed))
+                    } else {
+                        plan.restores.append((item.key, row, item.baseVersion))
+                    }
+                }
+            }
+        }
+
+        var insertedValues = request.inserts.map(\.values)
+        var inserts = request.inserts
+        var upserts: [Int: RowKey] = [:]
+        if !uniquenessIndexes.isEmpty {
+            upserts = try resolveUniqueness(
+                &plan, insertedValues: &insertedValues, inserts: inserts, insertKeys: insertKeys,
+                policy: request.mergePolicy)
+            if !upserts.isEmpty {
+                let kept = inserts.indices.filter { upserts[$0] == nil }
+                inserts = kept.map { inserts[$0] }
+                insertKeys = kept.map { insertKeys[$0] }
+                insertedValues = kept.map { insertedValues[$0] }
+            }
+        }
+        if relational {
+            try repairRelationships(&plan, insertedValues: &insertedValues, inserts: inserts, insertKeys: insertKeys)
+        }
+        var insertedRows: [CommittedRow] = []
+        insertedRows.reserveCapacity(inserts.count)
+        for (key, values) in zip(insertKeys, insertedValues) {
+            insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: values))
+        }
+
+        // The change set, built in place, one array per entity: appending to a copy taken out
+        // of a dictionary would copy the whole array on every append.
+        var changes = model.entities.map { ChangeSet.EntityChanges(entityName: $0.name) }
+        // The tables after the change, built on a copy: only the chunks it touches are copied,
+        // and nothing is applied unless the store commits.
+        var updatedTables = tables
+        var changedRows: [(entityIndex: Int, row: CommittedRow)] = []
+        var restoredRows: [(entityIndex: Int, row: CommittedRow)] = []
+        for (insert, row) in zip(inserts, insertedRows) {
+            changes[insert.entityIndex].inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
+            updatedTables[insert.entityIndex].append(row)
+        }
+        for (key, values, baseVersion) in plan.restores {
+            let row = updatedTables[key.entityIndex].restore(
+                primaryKey: key.primaryKey, values: values, versionAtLeast: baseVersion)
+            changes[key.entityIndex].inserted.append(StoredRow(primaryKey: key.primaryKey, values: values))
+            restoredRows.append((key.entityIndex, row))
+        }
+        for (key, values, changedSlots) in plan.updates where !changedSlots.isEmpty {
+            let version = (tables[key.entityIndex].row(for: key.primaryKey)?.version ?? 0) + 1
+            let row = CommittedRow(primaryKey: key.primaryKey, version: version, values: values)
+            changes[key.entityIndex].updated.append(
+                ChangeSet.RowUpdate(primaryKey: key.primaryKey, changedAttributes: changedSlots, values: values))
+            updatedTables[key.entityIndex].replace(with: row)
+            changedRows.append((key.entityIndex, row))
+        }
+        for key in plan.deletes {
+            changes[key.entityIndex].deleted.append(key.primaryKey)
+            updatedTables[key.entityIndex].remove(key.primaryKey)
+        }
+        var nextPrimaryKeys: [String: Int64] = [:]
+        for (index, key) in nextKeys.enumerated() where key != tables[index].nextPrimaryKey {
+            nextPrimaryKeys[model.entities[index].name] = key
+            updatedTables[index].nextPrimaryKey = key
+        }
+        let changeSet = ChangeSet(entities: changes.filter { !$0.isEmpty }, nextPrimaryKeys: nextPrimaryKeys)
+        var finalRows: [RowKey: CommittedRow?] = [:]
+        for update in request.updates {
+            let key = RowKey(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
+            finalRows[key] = .some(updatedTables[key.entityIndex].row(for: key.primaryKey))
+        }
+        for delete in request.deletes {
+            let key = RowKey(entityIndex: delete.entityIndex, primaryKey: delete.primaryKey)
+            finalRows[key] = .some(updatedTables[key.entityIndex].row(for: key.primaryKey))
+        }
+        for restore in request.restores {
+            let key = RowKey(entityIndex: restore.entityIndex, primaryKey: restore.primaryKey)
+            finalRows[key] = .some(updatedTables[key.entityIndex].row(for: key.primaryKey))
+        }
+        // Every insert's row, in request order: an upserted one's is the row it went into.
+        var allInsertedRows = insertedRows
+        if !upserts.isEmpty {
+            var rowsByKey: [RowKey: CommittedRow] = [:]
+            for (insert, row) in zip(inserts, insertedRows) {
+                rowsByKey[RowKey(entityIndex: insert.entityIndex, primaryKey: row.primaryKey)] = row
+            }
+            var kept = insertedRows.makeIterator()
+            allInsertedRows = request.inserts.indices.map { position in
+                guard let target = upserts[position] else { return kept.next()! }
+                return rowsByKey[target] ?? updatedTables[target.entityIndex].row(for: target.primaryKey)!
+            }
+        }
+        let outcome = SaveOutcome(
+            inserted: allInsertedRows, upsertedInserts: Set(upserts.keys), finalRows: finalRows,
+            changedRows: changedRows, restoredRows: restoredRows, deletedKeys: plan.deletes, durabilityTicket: nil)
+        return Result(
+            changeSet: changeSet, tables: updatedTables, outcome: outcome,
+            written: zip(inserts, insertedRows).map { ($0.entityIndex, $1) } + restoredRows + changedRows,
+            deleted: plan.deletes)
+    }
+
+    /// Runs ``repairInverses(rows:written:deleted:temporaryKeys:)`` over the plan and the
+    /// inserted rows, and takes its result back into them.
+    private func repairRelationships(
+        _ plan: inout CommitPlan,
+        insertedValues: inout [[StoredValue]],
+        inserts: [SaveRequest.Insert],
+        insertKeys: [Int64]
+    ) throws {
+        var rows: [RowKey: [StoredValue]] = [:]
+        var written: [RowKey] = []
+        var temporaryKeys: [RowKey: Int64] = [:]
+        for (insert, (key, values)) in zip(inserts, zip(insertKeys, insertedValues)) {
+            let rowKey = RowKey(entityIndex: insert.entityIndex, primaryKey: key)
+            rows[rowKey] = values
+            written.append(rowKey)
+            temporaryKeys[rowKey] = insert.temporaryKey
+        }
+        for restore in plan.restores {
+            rows[restore.key] = restore.values
+            written.append(restore.key)
+        }
+        for update in plan.updates {
+            rows[update.key] = update.values
+            written.append(update.key)
+        }
+        try repairInverses(rows: &rows, written: &written, deleted: Set(plan.deletes), temporaryKeys: temporaryKeys)
+        for (index, (insert, key)) in zip(inserts, insertKeys).enumerated() {
+            insertedValues[index] = rows[RowKey(entityIndex: insert.entityIndex, primaryKey: key)]!
+        }
+        for index in plan.restores.indices {
+            plan.restores[index].values = rows[plan.restores[index].key]!
+        }
+        let inserted = Set(temporaryKeys.keys)
+        let restored = Set(plan.restores.map(\.key))
+        plan.updates = written.filter { !inserted.contains($0) && !restored.contains($0) }.compactMap { key in
+            guard let values = rows[key], let current = tables[key.entityIndex].row(for: key.primaryKey) else {
+                return nil
+            }
+            return (key, values, values.indices.filter { !StoredValue.isSame(values[$0], current.values[$0]) })
+        }
+    }
+
+    /// The changes a commit makes, once conflicts are resolved.
+    struct CommitPlan {
+        var updates: [(key: RowKey, values: [StoredValue], changedSlots: [Int])] = []
+        var restores: [(key: RowKey, values: [StoredValue], baseVersion: Int64)] = []
+        var deletes: [RowKey] = []
+    }
+
+    private func conflict(
+        _ key: RowKey,
+        _ baseVersion: Int64,
+        _ snapshot: [StoredValue],
+        _ current: CommittedRow?,
+        objectValues: [StoredValue]?
+    ) -> MergeConflict {
+        let entity = model.entities[key.entityIndex]
+        func named(_ values: [StoredValue]) -> [String: StoredValue] {
+            Dictionary(uniqueKeysWithValues: values.indices.map { (entity.columnName($0), values[$0]) })
+        }
+        return MergeConflict(
+            objectID: ObjectID(key: entityKeys[key.entityIndex], rawValue: key.primaryKey),
+            snapshotVersion: baseVersion, committedVersion: current?.version, snapshotValues: named(snapshot),
+            committedValues: current.map { named($0.values) }, objectValues: objectValues.map(named))
+    }
+}
