@@ -54,7 +54,7 @@ extension StoreCoordinator {
         }
         // A wait from either queue would wait for itself.
         dispatchPrecondition(condition: .notOnQueue(synchronizationQueue))
-        dispatchPrecondition(condition: .notOnQueue(queue))
+        assertNotOnQueue()
         try synchronizationQueue.sync {
             // Saves appended while the previous synchronization ran queue up here; the first of
             // them synchronizes for all, the others find themselves covered without a hop to

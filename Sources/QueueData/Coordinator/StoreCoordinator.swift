@@ -12,10 +12,10 @@ import Foundation
 /// on `queue`, except `synchronizedCommits`, only touched on the journal's synchronization
 /// queue; everything else is immutable after `init`.
 final class StoreCoordinator: @unchecked Sendable {
-    /// Where all state lives: enter it with ``sync(_:)``, never `queue.sync` directly.
-    let queue: DispatchQueue
+    /// Where all state lives: private to this file, entered only with ``sync(_:)``.
+    private let queue: DispatchQueue
     /// Marks `queue`, for ``sync(_:)``'s re-entrance check.
-    let queueKey = DispatchSpecificKey<Bool>()
+    private let queueKey = DispatchSpecificKey<Bool>()
     /// Identifies this coordinator in save notifications, so that only its contexts merge them.
     let identifier = UUID()
     /// The manager that made this coordinator (its change streams follow every coordinator it
@@ -463,5 +463,42 @@ final class StoreCoordinator: @unchecked Sendable {
         durableTables = []
         history = nil
         historyCommits = []
+    }
+}
+
+// MARK: Confinement (here, for the queue is private to this file)
+
+/// The coordinator's confinement: everything it holds lives on its serial `queue`, entered from
+/// outside only through ``sync(_:)``, which turns the one way to deadlock — entering the queue
+/// from code already running on it (a store, a custom merge policy or an observer calling back
+/// into QueueData during a commit) — into a trap that says so.
+extension StoreCoordinator {
+    /// Runs `body` on the coordinator's queue and returns its result.
+    ///
+    /// Call from anywhere but the coordinator's queue: from there (directly, or from a queue it
+    /// is waiting on) the call traps instead of deadlocking.
+    func sync<Result>(_ body: () throws -> Result) rethrows -> Result {
+        if DispatchQueue.getSpecific(key: queueKey) != nil {
+            fatalError(
+                "QueueData: the store coordinator was entered from its own queue: code that runs during a commit "
+                    + "(a PersistentStore, a merge policy, an observer called from it) called back into QueueData. "
+                    + "It would wait for itself: do that work after the save returns.")
+        }
+        // The same, when the call comes from another queue this one is waiting on (a context's
+        // queue entered with sync from inside a commit): libdispatch knows.
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        return try queue.sync(execute: body)
+    }
+
+    /// Traps unless called on the coordinator's queue: the check of the methods that touch its
+    /// state (one queue-ownership test, like swift-nio's `assertInEventLoop`).
+    func assertOnQueue() {
+        dispatchPrecondition(condition: .onQueue(queue))
+    }
+
+    /// Traps if called on the coordinator's queue: the check of every blocking wait for work
+    /// that needs the queue (waiting there would wait for itself).
+    func assertNotOnQueue() {
+        dispatchPrecondition(condition: .notOnQueue(queue))
     }
 }
