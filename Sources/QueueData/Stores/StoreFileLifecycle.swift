@@ -109,7 +109,7 @@ final class StoreFileLifecycle {
                     awaitsMigration = true
                     return try seed.open()
                 }
-                try files.installSeed(bytes, from: seedStoreURL)
+                try files.install(bytes, "copy the seed store \(seedStoreURL.path) in")
                 installedSeed = true
             } else {
                 try create()
@@ -182,7 +182,11 @@ final class StoreFileLifecycle {
     /// Throws ``StoreError/Code/closed`` if an earlier write or sync failed: the store refuses
     /// to `doing` ("commits", "writes") until it is reopened.
     func checkNotFailed(refusing doing: String = "commits") throws {
-        try files.checkNotFailed(failure, storeName, refusing: doing)
+        if let failure {
+            throw StoreError(
+                .closed, "\(storeName) refuses \(doing) after a failed write; reopen the store. (\(failure.message))",
+                url: files.url, underlyingError: failure)
+        }
     }
 
     /// Records that a write or sync failed while `doing` it: the store refuses writes from now
@@ -198,33 +202,6 @@ final class StoreFileLifecycle {
     }
 
     // MARK: Replacing the store file
-
-    /// Writes `bytes` to a new temporary file beside the store file (created exclusively, mode
-    /// 0600, synchronized) and renames it over the store file: the first half of an atomic
-    /// replacement, which ``completeReplacement(_:switching:)`` finishes.
-    ///
-    /// - Throws: The error of the write or the rename; the store file is then untouched and
-    ///   still the store, and the temporary file removed.
-    func replaceFile(with bytes: [UInt8]) throws {
-        let temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: files.path, $0) }
-        try moveIntoPlace(temporary)
-    }
-
-    /// Renames the temporary file `temporary` over the store file, once `prepare` has finished
-    /// it (written the rest, synchronized it): the first half of an atomic replacement, which
-    /// ``completeReplacement(_:switching:)`` finishes.
-    ///
-    /// - Throws: The error of `prepare` or of the rename; the store file is then untouched and
-    ///   still the store, and `temporary` removed.
-    func moveIntoPlace(_ temporary: String, preparing prepare: () throws -> Void = {}) throws {
-        do {
-            try prepare()
-            try fileSystem.rename(temporary, to: files.path)
-        } catch {
-            try? fileSystem.remove(temporary)
-            throw error
-        }
-    }
 
     /// Finishes an atomic replacement once the new file has the store file's name: `switching`
     /// runs (a store that writes through a descriptor opens the new file there), then the
@@ -259,7 +236,7 @@ final class StoreFileLifecycle {
     ) throws {
         do {
             if seedAwaitingMigration {
-                try files.install(bytes)
+                try files.install(bytes, "write the migrated seed store")
                 seedAwaitingMigration = false
             } else {
                 try files.replaceKeepingOriginal(with: bytes, backupSuffix: suffix)

@@ -171,7 +171,7 @@ public final class JSONFileStore: PersistentStore {
         let document = JSONDocumentWriter.document(
             metadata: metadata, schema: schema, rowCount: rowCount, forEachRow: forEachRow)
         do {
-            try lifecycle.replaceFile(with: document)
+            try files.replaceFile(with: document)
         } catch {
             // The old document is untouched and still the store; still, like after any failed
             // write, refuse commits until reopened rather than guess what the disk holds.

@@ -147,13 +147,7 @@ public final class JournalStore: PersistentStore {
             metadata: metadata, schema: model.entities, history: nil, sequence: 1, rowCount: { _ in 0 },
             forEachRow: { _, _ in }
         ).bytes
-        do {
-            try bytes.withUnsafeBytes {
-                try fileSystem.replaceAtomically(files.path, directory: files.directory, with: $0)
-            }
-        } catch {
-            throw files.ioError(error, "create the journal")
-        }
+        try files.install(bytes, "create the journal")
     }
 
     private func load(for model: ManagedObjectModel) throws -> StoreContents {
@@ -608,7 +602,7 @@ public final class JournalStore: PersistentStore {
         try lifecycle.checkAcceptsWrites()
         let (newHeader, bytes, payloadSize) = snapshotFile(of: state, storeIdentifier: header.storeIdentifier)
         do {
-            try lifecycle.replaceFile(with: bytes)
+            try files.replaceFile(with: bytes)
         } catch {
             // The old journal is untouched and still the store.
             throw files.ioError(error, "write the compacted journal")
@@ -645,7 +639,7 @@ public final class JournalStore: PersistentStore {
         var end = Int64(written.fileSize)
         var sequence = compaction.sequence + 1
         do {
-            try lifecycle.moveIntoPlace(written.temporary) {
+            try files.replaceFile(withTemporary: written.temporary) {
                 guard !compaction.tail.isEmpty else { return }
                 let file = try fileSystem.open(written.temporary, flags: O_RDWR, mode: 0)
                 defer { fileSystem.close(file) }
