@@ -107,6 +107,17 @@ struct StoreFiles {
     /// Whether the store file exists.
     var exists: Bool { fileSystem.fileExists(path) }
 
+    /// The bytes of the file at `path` (the store file, or a seed to inspect).
+    ///
+    /// - Throws: ``StoreError/Code/io``, saying what failed: could not `doing`.
+    func read(_ path: String, _ doing: String) throws -> [UInt8] {
+        do {
+            return try fileSystem.readFile(path)
+        } catch {
+            throw ioError(error, doing)
+        }
+    }
+
     /// The bytes of `seed`, to copy in when there is no store yet.
     ///
     /// - Throws: ``StoreError/Code/invalidConfiguration`` if the seed cannot be read.

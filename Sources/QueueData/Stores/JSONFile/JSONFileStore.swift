@@ -33,7 +33,6 @@ public final class JSONFileStore: PersistentStore {
     /// replacement, shared with ``JournalStore``.
     let lifecycle: StoreFileLifecycle
     var files: StoreFiles { lifecycle.files }
-    private var fileSystem: any FileSystem { files.fileSystem }
 
     /// A JSON store at `<directory>/<name>.json`.
     ///
@@ -84,13 +83,7 @@ public final class JSONFileStore: PersistentStore {
 
     /// The contents of the JSON store document at `path`.
     private func decode(path: String) throws -> StoreContents {
-        let bytes: [UInt8]
-        do {
-            bytes = try fileSystem.readFile(path)
-        } catch {
-            throw files.ioError(error, "read the JSON store \(path)")
-        }
-        return try Self.decode(bytes, url: url)
+        try Self.decode(try files.read(path, "read the JSON store \(path)"), url: url)
     }
 
     /// The contents of a JSON store document, `bytes`, read from `url`.

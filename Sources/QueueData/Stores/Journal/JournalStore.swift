@@ -151,12 +151,7 @@ public final class JournalStore: PersistentStore {
     }
 
     private func load(for model: ManagedObjectModel) throws -> StoreContents {
-        let bytes: [UInt8]
-        do {
-            bytes = try fileSystem.readFile(files.path)
-        } catch {
-            throw files.ioError(error, "read the journal")
-        }
+        let bytes = try files.read(files.path, "read the journal")
         return try adopt(try bytes.withUnsafeBytes { try parse($0) }, bytes, model: model)
     }
 
@@ -247,12 +242,7 @@ public final class JournalStore: PersistentStore {
         guard let path = lifecycle.inspectedPath else {
             return nil
         }
-        let bytes: [UInt8]
-        do {
-            bytes = try fileSystem.readFile(path)
-        } catch {
-            throw files.ioError(error, "read the journal \(path)")
-        }
+        let bytes = try files.read(path, "read the journal \(path)")
         return Self.contents(of: try bytes.withUnsafeBytes { try parse($0) }.snapshot, bytes: bytes, url: url)
     }
 
