@@ -43,17 +43,6 @@ struct StoreFiles {
         return StoreError(.io, "Could not \(doing): \(error)", url: url, underlyingError: error)
     }
 
-    /// Throws ``StoreError/Code/closed`` if an earlier write or sync failed (`failure`): after
-    /// one, the store (`what`, "The journal" say) refuses to `doing` ("commits", "writes")
-    /// until it is reopened, rather than guess what the disk holds.
-    func checkNotFailed(_ failure: StoreError?, _ what: String, refusing doing: String = "commits") throws {
-        if let failure {
-            throw StoreError(
-                .closed, "\(what) refuses \(doing) after a failed write; reopen the store. (\(failure.message))",
-                url: url, underlyingError: failure)
-        }
-    }
-
     /// Creates the directory if needed and takes the store's exclusive lock.
     ///
     /// - Returns: The lock file's descriptor: closing it releases the lock.
@@ -118,6 +107,17 @@ struct StoreFiles {
     /// Whether the store file exists.
     var exists: Bool { fileSystem.fileExists(path) }
 
+    /// The bytes of the file at `path` (the store file, or a seed to inspect).
+    ///
+    /// - Throws: ``StoreError/Code/io``, saying what failed: could not `doing`.
+    func read(_ path: String, _ doing: String) throws -> [UInt8] {
+        do {
+            return try fileSystem.readFile(path)
+        } catch {
+            throw ioError(error, doing)
+        }
+    }
+
     /// The bytes of `seed`, to copy in when there is no store yet.
     ///
     /// - Throws: ``StoreError/Code/invalidConfiguration`` if the seed cannot be read.
@@ -131,22 +131,17 @@ struct StoreFiles {
         }
     }
 
-    /// Copies a seed's `bytes` in as the store, durably.
-    func installSeed(_ bytes: [UInt8], from seed: URL) throws {
+    /// Writes `bytes` as the store, which does not exist yet, durably and atomically (a new file
+    /// written, synchronized and renamed into place, the directory synchronized): how a new
+    /// store is created, a seed copied in, or a migrated seed installed (the seed itself is the
+    /// original, and stays untouched).
+    ///
+    /// - Throws: ``StoreError/Code/io``, saying what failed: could not `doing`.
+    func install(_ bytes: [UInt8], _ doing: String) throws {
         do {
             try bytes.withUnsafeBytes { try fileSystem.replaceAtomically(path, directory: directory, with: $0) }
         } catch {
-            throw ioError(error, "copy the seed store \(seed.path) in")
-        }
-    }
-
-    /// Writes `bytes` as the store, which does not exist yet, durably and atomically: how a
-    /// migrated seed is installed (the seed itself is the original, and stays untouched).
-    func install(_ bytes: [UInt8]) throws {
-        do {
-            try bytes.withUnsafeBytes { try fileSystem.replaceAtomically(path, directory: directory, with: $0) }
-        } catch {
-            throw ioError(error, "write the migrated seed store")
+            throw ioError(error, doing)
         }
     }
 
@@ -170,25 +165,49 @@ struct StoreFiles {
     /// next open), and the original's bytes are never touched.
     func replaceKeepingOriginal(with bytes: [UInt8], backupSuffix: String) throws {
         let backup = backupPath(backupSuffix)
-        var temporary: String?
         do {
-            temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: path, $0) }
-            if fileSystem.fileExists(backup) {
-                try fileSystem.remove(backup)
+            let temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: path, $0) }
+            try replaceFile(withTemporary: temporary) {
+                if fileSystem.fileExists(backup) {
+                    try fileSystem.remove(backup)
+                }
+                try keepOriginal(as: backup)
+                try fileSystem.synchronizeDirectory(directory)
             }
-            try keepOriginal(as: backup)
-            try fileSystem.synchronizeDirectory(directory)
-            try fileSystem.rename(temporary!, to: path)
         } catch {
-            if let temporary {
-                try? fileSystem.remove(temporary)
-            }
             throw ioError(error, "write the migrated store")
         }
         do {
             try fileSystem.synchronizeDirectory(directory)
         } catch {
             throw ioError(error, "synchronize the directory of the migrated store")
+        }
+    }
+
+    /// Writes `bytes` to a new temporary file beside the store file (created exclusively, mode
+    /// 0600, synchronized) and renames it over the store file: the first half of an atomic
+    /// replacement, which ``StoreFileLifecycle/completeReplacement(_:switching:)`` finishes.
+    ///
+    /// - Throws: The error of the write or the rename; the store file is then untouched and
+    ///   still the store, and the temporary file removed.
+    func replaceFile(with bytes: [UInt8]) throws {
+        let temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: path, $0) }
+        try replaceFile(withTemporary: temporary)
+    }
+
+    /// Renames the temporary file `temporary` over the store file, once `prepare` has finished
+    /// it (written the rest, synchronized it): the first half of an atomic replacement, which
+    /// ``StoreFileLifecycle/completeReplacement(_:switching:)`` finishes.
+    ///
+    /// - Throws: The error of `prepare` or of the rename; the store file is then untouched and
+    ///   still the store, and `temporary` removed.
+    func replaceFile(withTemporary temporary: String, preparing prepare: () throws -> Void = {}) throws {
+        do {
+            try prepare()
+            try fileSystem.rename(temporary, to: path)
+        } catch {
+            try? fileSystem.remove(temporary)
+            throw error
         }
     }
 

@@ -29,15 +29,10 @@ public final class JSONFileStore: PersistentStore {
     /// The file extension: `json`.
     public static let fileExtension = "json"
 
-    let files: StoreFiles
-    private let seedStoreURL: URL?
-    private var fileSystem: any FileSystem { files.fileSystem }
-    private var lockDescriptor: Int32?
-    private var failure: StoreError?
-    /// Whether the store holds another model's rows: commits are refused until it is migrated.
-    private var awaitsMigration = false
-    /// Whether the store does not exist yet and was opened from a seed of another model.
-    private var seedAwaitingMigration = false
+    /// The lock, the open sequence, the refusal after a failed write, migration and atomic
+    /// replacement, shared with ``JournalStore``.
+    let lifecycle: StoreFileLifecycle
+    var files: StoreFiles { lifecycle.files }
 
     /// A JSON store at `<directory>/<name>.json`.
     ///
@@ -52,9 +47,9 @@ public final class JSONFileStore: PersistentStore {
     }
 
     init(directory: URL, name: String, seedStoreURL: URL?, fileSystem: any FileSystem) throws {
-        self.files = try StoreFiles(
-            directory: directory, name: name, fileExtension: Self.fileExtension, fileSystem: fileSystem)
-        self.seedStoreURL = seedStoreURL
+        self.lifecycle = try StoreFileLifecycle(
+            directory: directory, name: name, fileExtension: Self.fileExtension, seedStoreURL: seedStoreURL,
+            storeName: "The JSON store", fileSystem: fileSystem)
     }
 
     deinit {
@@ -72,73 +67,23 @@ public final class JSONFileStore: PersistentStore {
     /// it with ``replaceContents(with:keepingOriginalAs:)`` or refuses it. Opening with the
     /// current model removes the originals earlier migrations kept.
     public func open(for model: ManagedObjectModel) throws -> StoreContents {
-        guard lockDescriptor == nil else {
-            throw StoreError(.locked, "The JSON store is already open.", url: url)
-        }
-        let lock = try files.acquireLock()
-        do {
-            try files.removeStaleTemporaryFiles()
-            seedAwaitingMigration = false
-            var installedSeed = false
-            if !files.exists {
-                if let seedStoreURL {
-                    let bytes = try files.seedBytes(seedStoreURL)
-                    let seed = try Self.decode(bytes, url: url)
-                    if seed.metadata.versionHash != model.versionHash {
-                        // A seed of another model is not copied in: migrating writes the result
-                        // as the store, refusing leaves nothing behind.
-                        seedAwaitingMigration = true
-                        awaitsMigration = true
-                        lockDescriptor = lock
-                        failure = nil
-                        return seed
-                    }
-                    try files.installSeed(bytes, from: seedStoreURL)
-                    installedSeed = true
-                } else {
-                    let empty = StoreContents.empty(for: model)
-                    try write(
-                        metadata: empty.metadata, schema: model.entities, rowCount: { _ in 0 }, forEachRow: { _, _ in })
-                }
-            }
-            let contents: StoreContents
-            do {
-                contents = try load(for: model)
-            } catch {
-                if installedSeed {
-                    files.removeInstalledSeed()
-                }
-                throw error
-            }
-            lockDescriptor = lock
-            failure = nil
-            return contents
-        } catch {
-            fileSystem.close(lock)
-            throw error
-        }
-    }
-
-    private func load(for model: ManagedObjectModel) throws -> StoreContents {
-        let contents = try decode(path: files.path)
-        awaitsMigration = contents.metadata.versionHash != model.versionHash
-        if !awaitsMigration {
-            // The originals earlier migrations kept have served their purpose; failing to
-            // remove one is not worth failing the open.
-            try? files.removeMigrationBackups()
-        }
-        return contents
+        try lifecycle.open(
+            for: model,
+            seed: { [url] bytes in
+                let seed = try Self.decode(bytes, url: url)
+                return (seed.metadata, { seed })
+            },
+            create: {
+                let empty = StoreContents.empty(for: model)
+                try write(
+                    metadata: empty.metadata, schema: model.entities, rowCount: { _ in 0 }, forEachRow: { _, _ in })
+            },
+            load: { try decode(path: files.path) })
     }
 
     /// The contents of the JSON store document at `path`.
     private func decode(path: String) throws -> StoreContents {
-        let bytes: [UInt8]
-        do {
-            bytes = try fileSystem.readFile(path)
-        } catch {
-            throw files.ioError(error, "read the JSON store \(path)")
-        }
-        return try Self.decode(bytes, url: url)
+        try Self.decode(try files.read(path, "read the JSON store \(path)"), url: url)
     }
 
     /// The contents of a JSON store document, `bytes`, read from `url`.
@@ -173,13 +118,7 @@ public final class JSONFileStore: PersistentStore {
     ///
     /// - Throws: ``StoreError``: `.unsupportedFormat`, `.corrupted`, `.io`.
     public func inspect() throws -> StoreContents? {
-        if files.exists {
-            return try decode(path: files.path)
-        }
-        if let seedStoreURL, fileSystem.fileExists(seedStoreURL.path) {
-            return try decode(path: seedStoreURL.path)
-        }
-        return nil
+        try lifecycle.inspectedPath.map { try decode(path: $0) }
     }
 
     /// Replaces the document with `state` (a migration's result), keeping the original as
@@ -188,26 +127,12 @@ public final class JSONFileStore: PersistentStore {
     ///
     /// - Throws: ``StoreError``: `.closed` if the store is not open, `.io`.
     public func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws {
-        guard lockDescriptor != nil else {
-            throw StoreError(.closed, "The JSON store is closed.", url: url)
-        }
-        try files.checkNotFailed(failure, "The JSON store", refusing: "writes")
+        try lifecycle.checkAcceptsWrites()
         let document = JSONDocumentWriter.document(
             metadata: state.metadata, schema: state.entities, rowCount: state.rowCount(ofEntityAt:),
             forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
-        do {
-            if seedAwaitingMigration {
-                try files.install(document)
-                seedAwaitingMigration = false
-            } else {
-                try files.replaceKeepingOriginal(with: document, backupSuffix: suffix)
-            }
-            awaitsMigration = false
-        } catch {
-            let error = files.ioError(error, "replace the JSON store with its migrated contents")
-            failure = error
-            throw error
-        }
+        try lifecycle.replaceContents(
+            with: document, keepingOriginalAs: suffix, "replace the JSON store with its migrated contents")
     }
 
     private static func read(_ bytes: [UInt8]) throws(JSONDocumentReader.Problem) -> JSONDocumentReader.Document {
@@ -223,13 +148,7 @@ public final class JSONFileStore: PersistentStore {
     ///   is intact, or — if only the directory's `fsync` failed — the new one may be); the store
     ///   then refuses commits with `.closed` until it is reopened.
     public func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
-        guard lockDescriptor != nil else {
-            throw StoreError(.closed, "The JSON store is closed.", url: url)
-        }
-        guard !awaitsMigration else {
-            throw StoreError(.closed, "The JSON store holds another model's rows; migrate it first.", url: url)
-        }
-        try files.checkNotFailed(failure, "The JSON store")
+        try lifecycle.checkAcceptsCommits()
         try write(
             metadata: resultingState.metadata, schema: resultingState.entities,
             rowCount: resultingState.rowCount(ofEntityAt:),
@@ -244,35 +163,20 @@ public final class JSONFileStore: PersistentStore {
     ) throws {
         let document = JSONDocumentWriter.document(
             metadata: metadata, schema: schema, rowCount: rowCount, forEachRow: forEachRow)
-        var temporary: String?
         do {
-            temporary = try document.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: files.path, $0) }
-            try fileSystem.rename(temporary!, to: files.path)
+            try files.replaceFile(with: document)
         } catch {
             // The old document is untouched and still the store; still, like after any failed
             // write, refuse commits until reopened rather than guess what the disk holds.
-            if let temporary {
-                try? fileSystem.remove(temporary)
-            }
-            let error = files.ioError(error, "write the JSON store")
-            failure = error
-            throw error
+            throw lifecycle.fail(error, "write the JSON store")
         }
-        do {
-            try fileSystem.synchronizeDirectory(files.directory)
-        } catch {
-            // The new document is in place, but whether the rename survives a crash is unknown.
-            let error = files.ioError(error, "synchronize the JSON store's directory")
-            failure = error
-            throw error
-        }
+        // The new document is in place, but whether the rename survives a crash is unknown
+        // until the directory is synchronized.
+        try lifecycle.completeReplacement("synchronize the JSON store's directory")
     }
 
     /// Releases the store's lock.
     public func close() {
-        if let lockDescriptor {
-            fileSystem.close(lockDescriptor)
-        }
-        lockDescriptor = nil
+        lifecycle.close()
     }
 }

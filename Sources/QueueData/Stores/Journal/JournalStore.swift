@@ -47,22 +47,20 @@ public final class JournalStore: PersistentStore {
     /// The saves were made durable in the journal; it keeps growing until a compaction succeeds.
     public private(set) var lastCompactionError: StoreError?
 
-    let files: StoreFiles
-    private let seedStoreURL: URL?
+    /// The lock, the open sequence, the refusal after a failed write or sync, migration and
+    /// atomic replacement, shared with ``JSONFileStore``.
+    let lifecycle: StoreFileLifecycle
+    var files: StoreFiles { lifecycle.files }
     private var fileSystem: any FileSystem { files.fileSystem }
 
     // Open state.
-    private var lockDescriptor: Int32?
     private var descriptor: Int32?
     private var header: JournalFormat.Header?
     private var endOffset: Int64 = 0
     private var nextSequence: UInt64 = 0
     private var mapping: JournalPayload.SchemaMapping?
-    private var failure: StoreError?
     /// The torn bytes of a journal opened with another model, set aside when it is migrated.
     private var tornTail: (offset: Int, bytes: [UInt8])?
-    /// Whether the store does not exist yet and was opened from a seed of another model.
-    private var seedAwaitingMigration = false
     // What the compaction estimate needs.
     private var snapshotBytes = 0
     private var snapshotRows = 0
@@ -109,9 +107,9 @@ public final class JournalStore: PersistentStore {
     }
 
     init(directory: URL, name: String, seedStoreURL: URL?, fileSystem: any FileSystem) throws {
-        self.files = try StoreFiles(
-            directory: directory, name: name, fileExtension: Self.fileExtension, fileSystem: fileSystem)
-        self.seedStoreURL = seedStoreURL
+        self.lifecycle = try StoreFileLifecycle(
+            directory: directory, name: name, fileExtension: Self.fileExtension, seedStoreURL: seedStoreURL,
+            storeName: "The journal", fileSystem: fileSystem)
     }
 
     deinit {
@@ -132,48 +130,14 @@ public final class JournalStore: PersistentStore {
     ///   is not a journal or was written by a newer version; `.corrupted` with the offset;
     ///   `.io`. The journal is not modified by a failed open.
     public func open(for model: ManagedObjectModel) throws -> StoreContents {
-        guard lockDescriptor == nil else {
-            throw StoreError(.locked, "The journal is already open.", url: url)
-        }
-        let lock = try files.acquireLock()
-        do {
-            let contents = try openLocked(for: model)
-            lockDescriptor = lock
-            return contents
-        } catch {
-            fileSystem.close(lock)
-            throw error
-        }
-    }
-
-    private func openLocked(for model: ManagedObjectModel) throws -> StoreContents {
-        try files.removeStaleTemporaryFiles()
-        seedAwaitingMigration = false
-        var installedSeed = false
-        if !files.exists {
-            if let seedStoreURL {
-                let bytes = try files.seedBytes(seedStoreURL)
+        try lifecycle.open(
+            for: model,
+            seed: { bytes in
                 let parsed = try bytes.withUnsafeBytes { try parse($0) }
-                guard parsed.snapshot.metadata.versionHash == model.versionHash else {
-                    // A seed of another model is not copied in: migrating writes the result as
-                    // the store, refusing leaves nothing behind.
-                    seedAwaitingMigration = true
-                    return try adopt(parsed, bytes, model: model)
-                }
-                try files.installSeed(bytes, from: seedStoreURL)
-                installedSeed = true
-            } else {
-                try create(for: model)
-            }
-        }
-        do {
-            return try load(for: model)
-        } catch {
-            if installedSeed {
-                files.removeInstalledSeed()
-            }
-            throw error
-        }
+                return (parsed.snapshot.metadata, { try self.adopt(parsed, bytes, model: model) })
+            },
+            create: { try create(for: model) },
+            load: { try load(for: model) })
     }
 
     /// Writes a new journal: a header and an empty snapshot, atomically.
@@ -183,22 +147,11 @@ public final class JournalStore: PersistentStore {
             metadata: metadata, schema: model.entities, history: nil, sequence: 1, rowCount: { _ in 0 },
             forEachRow: { _, _ in }
         ).bytes
-        do {
-            try bytes.withUnsafeBytes {
-                try fileSystem.replaceAtomically(files.path, directory: files.directory, with: $0)
-            }
-        } catch {
-            throw files.ioError(error, "create the journal")
-        }
+        try files.install(bytes, "create the journal")
     }
 
     private func load(for model: ManagedObjectModel) throws -> StoreContents {
-        let bytes: [UInt8]
-        do {
-            bytes = try fileSystem.readFile(files.path)
-        } catch {
-            throw files.ioError(error, "read the journal")
-        }
+        let bytes = try files.read(files.path, "read the journal")
         return try adopt(try bytes.withUnsafeBytes { try parse($0) }, bytes, model: model)
     }
 
@@ -207,7 +160,6 @@ public final class JournalStore: PersistentStore {
     private func adopt(_ parsed: Parsed, _ bytes: [UInt8], model: ManagedObjectModel) throws -> StoreContents {
         header = parsed.header
         nextSequence = parsed.nextSequence
-        failure = nil
         snapshotBytes = parsed.snapshotBytes
         snapshotRows = parsed.snapshotRows
         insertBytesSinceSnapshot = 0
@@ -242,13 +194,10 @@ public final class JournalStore: PersistentStore {
             self.descriptor = descriptor
             endOffset = Int64(parsed.validLength)
             mapping = JournalPayload.SchemaMapping(schema: parsed.snapshot.schema, model: model)
-            // The store opens with the current model: the originals earlier migrations kept
-            // have served their purpose. Failing to remove one is not worth failing the open.
-            try? files.removeMigrationBackups()
         } else {
             // Written with another model: the coordinator migrates it (replacing the whole
             // file, torn tail set aside then) or refuses it. Nothing is written until then.
-            tornTail = seedAwaitingMigration ? nil : parsed.tornOffset.map { ($0, Array(bytes[$0...])) }
+            tornTail = lifecycle.seedAwaitingMigration ? nil : parsed.tornOffset.map { ($0, Array(bytes[$0...])) }
         }
         return Self.contents(of: parsed.snapshot, bytes: bytes, url: url)
     }
@@ -290,20 +239,10 @@ public final class JournalStore: PersistentStore {
     ///
     /// - Throws: ``StoreError``: `.unsupportedFormat`, `.corrupted`, `.io`.
     public func inspect() throws -> StoreContents? {
-        let path: String
-        if files.exists {
-            path = files.path
-        } else if let seedStoreURL, fileSystem.fileExists(seedStoreURL.path) {
-            path = seedStoreURL.path
-        } else {
+        guard let path = lifecycle.inspectedPath else {
             return nil
         }
-        let bytes: [UInt8]
-        do {
-            bytes = try fileSystem.readFile(path)
-        } catch {
-            throw files.ioError(error, "read the journal \(path)")
-        }
+        let bytes = try files.read(path, "read the journal \(path)")
         return Self.contents(of: try bytes.withUnsafeBytes { try parse($0) }.snapshot, bytes: bytes, url: url)
     }
 
@@ -520,14 +459,10 @@ public final class JournalStore: PersistentStore {
     ///   without knowing it durable (the store then refuses commits until
     ///   reopened), `.closed` when the store is closed or refusing commits.
     public func append(_ changes: ChangeSet, resultingState: StoreState) throws -> Bool {
+        try lifecycle.checkAcceptsCommits()
         guard let descriptor, let header, let mapping else {
-            throw StoreError(
-                .closed,
-                lockDescriptor == nil
-                    ? "The journal is closed." : "The journal holds another model's rows; migrate it first.",
-                url: url)
+            throw lifecycle.awaitsMigrationError
         }
-        try checkNotFailed()
         let recordsHistory = header.majorVersion >= 4
         if changes.transaction != nil && !recordsHistory {
             // History starts: the journal becomes format 4 before it records anything with a
@@ -549,9 +484,7 @@ public final class JournalStore: PersistentStore {
         do {
             try record.withUnsafeBytes { try fileSystem.writeAll(descriptor, $0, at: endOffset, path: files.path) }
         } catch {
-            let error = files.ioError(error, "append to the journal")
-            failure = error
-            throw error
+            throw lifecycle.fail(error, "append to the journal")
         }
         endOffset += Int64(record.count)
         nextSequence += 1
@@ -591,7 +524,7 @@ public final class JournalStore: PersistentStore {
             return true
         } catch {
             let error = error as? StoreError ?? files.ioError(error, "compact the journal")
-            if failure != nil {
+            if lifecycle.failure != nil {
                 // The journal was renamed but its durability is unknown: this save is not known
                 // to be durable.
                 throw error
@@ -609,9 +542,9 @@ public final class JournalStore: PersistentStore {
     /// - Throws: ``StoreError/Code/closed`` when the store is closed or refusing commits.
     public func pendingSynchronization() throws -> StoreSynchronization {
         guard let descriptor else {
-            throw StoreError(.closed, "The journal is closed.", url: url)
+            throw lifecycle.closedError
         }
-        try checkNotFailed()
+        try lifecycle.checkNotFailed()
         let synchronization = JournalSynchronization(descriptor: descriptor, path: files.path, fileSystem: fileSystem)
         return StoreSynchronization { try synchronization.run() }
     }
@@ -621,16 +554,7 @@ public final class JournalStore: PersistentStore {
     ///
     /// - Returns: The error to report, naming the journal.
     public func synchronizationFailed(_ error: any Error) -> StoreError {
-        let error = files.ioError(error, "synchronize the journal")
-        if failure == nil {
-            failure = error
-        }
-        return error
-    }
-
-    /// Throws ``StoreError/Code/closed`` if an earlier write or sync failed.
-    private func checkNotFailed() throws {
-        try files.checkNotFailed(failure, "The journal")
+        lifecycle.fail(error, "synchronize the journal")
     }
 
     /// Closes a descriptor the store no longer uses, after any synchronization already queued
@@ -662,34 +586,19 @@ public final class JournalStore: PersistentStore {
     ///   store refuses commits until reopened.
     public func compact(_ state: StoreState) throws {
         abandonCompaction()
-        guard let descriptor, let header else {
-            throw StoreError(.closed, "The journal is closed.", url: url)
+        guard descriptor != nil, let header else {
+            throw lifecycle.closedError
         }
-        try files.checkNotFailed(failure, "The journal", refusing: "writes")
+        try lifecycle.checkAcceptsWrites()
         let (newHeader, bytes, payloadSize) = snapshotFile(of: state, storeIdentifier: header.storeIdentifier)
-
-        var temporary: String?
         do {
-            temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: files.path, $0) }
-            try fileSystem.rename(temporary!, to: files.path)
+            try files.replaceFile(with: bytes)
         } catch {
             // The old journal is untouched and still the store.
-            if let temporary {
-                try? fileSystem.remove(temporary)
-            }
             throw files.ioError(error, "write the compacted journal")
         }
         // The journal's name now points to the new file.
-        do {
-            let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
-            retire(descriptor)
-            self.descriptor = newDescriptor
-            try fileSystem.synchronizeDirectory(files.directory)
-        } catch {
-            let error = files.ioError(error, "switch to the compacted journal")
-            failure = error
-            throw error
-        }
+        try lifecycle.completeReplacement("switch to the compacted journal") { try switchToNewFile() }
         try didSwitch(to: newHeader, fileSize: bytes.count, payloadSize: payloadSize, state: state)
     }
 
@@ -703,9 +612,9 @@ public final class JournalStore: PersistentStore {
     /// - Throws: ``StoreError`` `.io` when a step after the rename failed: whether the new
     ///   journal is durable is unknown, and the store refuses commits until reopened.
     private func finish(_ compaction: JournalCompaction) throws -> Bool {
-        guard let descriptor else {
+        guard descriptor != nil else {
             compaction.abandon(fileSystem)
-            throw StoreError(.closed, "The journal is closed.", url: url)
+            throw lifecycle.closedError
         }
         let written: JournalCompaction.Written
         switch compaction.outcome {
@@ -720,7 +629,8 @@ public final class JournalStore: PersistentStore {
         var end = Int64(written.fileSize)
         var sequence = compaction.sequence + 1
         do {
-            if !compaction.tail.isEmpty {
+            try files.replaceFile(withTemporary: written.temporary) {
+                guard !compaction.tail.isEmpty else { return }
                 let file = try fileSystem.open(written.temporary, flags: O_RDWR, mode: 0)
                 defer { fileSystem.close(file) }
                 for payload in compaction.tail {
@@ -734,24 +644,13 @@ public final class JournalStore: PersistentStore {
                 }
                 try fileSystem.synchronize(file, path: written.temporary)
             }
-            try fileSystem.rename(written.temporary, to: files.path)
         } catch {
             // The old journal is untouched and still the store.
-            try? fileSystem.remove(written.temporary)
             lastCompactionError = files.ioError(error, "write the compacted journal")
             return false
         }
         // The journal's name now points to the new file.
-        do {
-            let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
-            retire(descriptor)
-            self.descriptor = newDescriptor
-            try fileSystem.synchronizeDirectory(files.directory)
-        } catch {
-            let error = files.ioError(error, "switch to the compacted journal")
-            failure = error
-            throw error
-        }
+        try lifecycle.completeReplacement("switch to the compacted journal") { try switchToNewFile() }
         let state = compaction.state
         header = written.header
         endOffset = end
@@ -765,6 +664,16 @@ public final class JournalStore: PersistentStore {
         lastCompactionError = nil
         recordsOtherModel = false
         return true
+    }
+
+    /// Opens the file that now has the journal's name for appending, and retires the
+    /// descriptor of the file it replaced.
+    private func switchToNewFile() throws {
+        let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
+        if let descriptor {
+            retire(descriptor)
+        }
+        descriptor = newDescriptor
     }
 
     /// Abandons an automatic compaction in flight (waiting for its write, removing its file).
@@ -855,32 +764,18 @@ public final class JournalStore: PersistentStore {
     ///   closes the store after a failure; reopening finds the original or the new journal.
     public func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws {
         abandonCompaction()
-        guard lockDescriptor != nil, header != nil else {
-            throw StoreError(.closed, "The journal is closed.", url: url)
+        guard header != nil else {
+            throw lifecycle.closedError
         }
-        try files.checkNotFailed(failure, "The journal", refusing: "writes")
+        try lifecycle.checkAcceptsWrites()
         if let tornTail {
             try setTornBytesAside(tornTail.bytes, from: tornTail.offset)
             self.tornTail = nil
         }
         let (newHeader, bytes, payloadSize) = snapshotFile(of: state, storeIdentifier: state.metadata.storeIdentifier)
-        do {
-            if seedAwaitingMigration {
-                try files.install(bytes)
-                seedAwaitingMigration = false
-            } else {
-                try files.replaceKeepingOriginal(with: bytes, backupSuffix: suffix)
-            }
-            let newDescriptor = try fileSystem.open(files.path, flags: O_RDWR, mode: 0)
-            if let descriptor {
-                retire(descriptor)
-            }
-            descriptor = newDescriptor
-        } catch {
-            let error = files.ioError(error, "replace the journal with its migrated contents")
-            failure = error
-            throw error
-        }
+        try lifecycle.replaceContents(
+            with: bytes, keepingOriginalAs: suffix, "replace the journal with its migrated contents"
+        ) { try switchToNewFile() }
         try didSwitch(to: newHeader, fileSize: bytes.count, payloadSize: payloadSize, state: state)
     }
 
@@ -892,14 +787,10 @@ public final class JournalStore: PersistentStore {
         if let descriptor {
             retire(descriptor)
         }
-        if let lockDescriptor {
-            fileSystem.close(lockDescriptor)
-        }
+        lifecycle.close()
         descriptor = nil
-        lockDescriptor = nil
         header = nil
         mapping = nil
         tornTail = nil
-        seedAwaitingMigration = false
     }
 }
