@@ -58,18 +58,29 @@ extension ManagedObjectContext {
         }
     }
 
-    func merge(_ changes: SaveChanges) {
-        // The context's own changes so far are reported first, in the order they happened.
-        processPendingChangesOnQueue()
-        var updated: [ObjectID] = []
-        for (objectID, row) in changes.updated {
+    /// Gives the registered objects among `rows` their committed rows when they are newer than
+    /// what the objects hold, keeping unsaved local edits: how a merge takes another context's
+    /// save, and how a save takes what its own commit changed beyond the context's changes (the
+    /// other side of a repaired relationship, an upsert's target).
+    ///
+    /// - Returns: The IDs of the objects that took a row.
+    func takeCommittedRows(_ rows: [(ObjectID, CommittedRow)], byOwnSave: Bool) -> [ObjectID] {
+        var taken: [ObjectID] = []
+        for (objectID, row) in rows {
             guard let entityIndex = entityIndex(of: objectID),
                 let object = registry[entityIndex][objectID.rawValue],
                 row.version > object._snapshotVersion
             else { continue }
-            object._apply(row, keepingLocalChanges: true)
-            updated.append(objectID)
+            object._apply(row, keepingLocalChanges: true, byOwnSave: byOwnSave)
+            taken.append(object._objectID)
         }
+        return taken
+    }
+
+    func merge(_ changes: SaveChanges) {
+        // The context's own changes so far are reported first, in the order they happened.
+        processPendingChangesOnQueue()
+        let updated = takeCommittedRows(changes.updated, byOwnSave: false)
         var deleted: [ObjectID] = []
         for objectID in changes.deleted {
             guard let entityIndex = entityIndex(of: objectID),

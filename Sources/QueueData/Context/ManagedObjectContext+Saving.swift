@@ -146,8 +146,6 @@ extension ManagedObjectContext {
         }
 
         // Committed: bring the objects up to date.
-        var insertedIDs: [ObjectID] = []
-        insertedIDs.reserveCapacity(inserts.count)
         var reidentified: [(ObjectID, ObjectID)] = []
         reidentified.reserveCapacity(inserts.count)
         var upserted: [(object: ManagedObject, row: CommittedRow)] = []
@@ -167,7 +165,6 @@ extension ManagedObjectContext {
             object._snapshot = row.values
             object._snapshotVersion = row.version
             object._state = []
-            insertedIDs.append(permanentID)
         }
         // Every updated, deleted or restored object takes its committed state after the save:
         // what this context wrote, or what a merge policy kept or wrote instead (the row also
@@ -224,14 +221,7 @@ extension ManagedObjectContext {
         // object), beyond what this context changed: its objects for them take the committed
         // state, as a merge would. (Their number says nothing: an upsert can leave a saved
         // update's row as it was and change another.)
-        var changedByCommit: [ObjectID] = []
-        for (entityIndex, row) in outcome.changedRows {
-            guard let object = registry[entityIndex][row.primaryKey], row.version > object._snapshotVersion else {
-                continue
-            }
-            object._apply(row, keepingLocalChanges: true, byOwnSave: true)
-            changedByCommit.append(object._objectID)
-        }
+        let changedByCommit = takeCommittedRows(outcome.changes.updated, byOwnSave: true)
         clearPendingChanges()
         if permanentKeysForChildren != nil {
             if hasLiveChildren {
@@ -259,17 +249,8 @@ extension ManagedObjectContext {
             object.didSave()
         }
 
-        let keys = coordinator.entityKeys
-        let updatedRows = outcome.changedRows.map {
-            (ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey), $0.row)
-        }
-        let deletedIDs = outcome.deletedKeys.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.primaryKey) }
-        insertedIDs += outcome.restoredRows.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey) }
-        let changes = SaveChanges(
-            coordinatorIdentifier: coordinator.identifier, inserted: insertedIDs, updated: updatedRows,
-            deleted: deletedIDs)
         NotificationCenter.default.post(
-            name: Self.didSaveNotification, object: self, userInfo: [SaveChanges.userInfoKey: changes])
+            name: Self.didSaveNotification, object: self, userInfo: [SaveChanges.userInfoKey: outcome.changes])
     }
 
     /// Applies the delete rules and calls ``ManagedObject/willSave()`` on every object the save

@@ -8,6 +8,8 @@ import Foundation
 /// own (CommitPlannerTests).
 struct CommitPlanner {
     let model: ManagedObjectModel
+    /// The coordinator's identifier, which the result's ``SaveChanges`` carry.
+    let coordinatorIdentifier: UUID
     /// One key per entity (the object IDs of conflicts name them).
     let entityKeys: [EntityKey]
     /// Every committed row before the commit (appended, not necessarily durable).
@@ -303,9 +305,18 @@ struct CommitPlanner {
                 return rowsByKey[target] ?? updatedTables[target.entityIndex].row(for: target.primaryKey)!
             }
         }
+        // What other contexts merge: derived here, from the same rows.
+        let keys = entityKeys
+        let saveChanges = SaveChanges(
+            coordinatorIdentifier: coordinatorIdentifier,
+            inserted: zip(inserts, insertedRows).map { ObjectID(key: keys[$0.entityIndex], rawValue: $1.primaryKey) }
+                + restoredRows.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey) },
+            updated: changedRows.map { (ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey), $0.row) },
+            deleted: plan.deletes.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.primaryKey) })
         let outcome = SaveOutcome(
             inserted: allInsertedRows, upsertedInserts: Set(upserts.keys), finalRows: finalRows,
-            changedRows: changedRows, restoredRows: restoredRows, deletedKeys: plan.deletes, durabilityTicket: nil)
+            changedRows: changedRows, restoredRows: restoredRows, deletedKeys: plan.deletes, changes: saveChanges,
+            durabilityTicket: nil)
         return Result(
             changeSet: changeSet, tables: updatedTables, outcome: outcome,
             written: zip(inserts, insertedRows).map { ($0.entityIndex, $1) } + restoredRows + changedRows,

@@ -81,6 +81,11 @@ struct SaveOutcome: Sendable {
     var restoredRows: [(entityIndex: Int, row: CommittedRow)]
     /// Rows this commit deleted.
     var deletedKeys: [RowKey]
+    /// What every other context merges (the payload of the saving context's
+    /// ``ManagedObjectContext/didSaveNotification``), derived from the same commit: the inserted
+    /// and restored objects, the rows changed, the rows deleted. The saving context takes
+    /// `updated`'s rows of the objects it did not change itself with the code a merge uses.
+    var changes: SaveChanges
     /// The commit to wait for with ``StoreCoordinator/waitUntilDurable(_:)`` before reporting
     /// the save; `nil` when it is durable already.
     var durabilityTicket: Int?

@@ -380,7 +380,8 @@ final class StoreCoordinator: @unchecked Sendable {
                 url: store.storeURL, underlyingError: durabilityFailure)
         }
         let planned = try CommitPlanner(
-            model: model, entityKeys: entityKeys, tables: tables, uniquenessIndexes: uniquenessIndexes
+            model: model, coordinatorIdentifier: identifier, entityKeys: entityKeys, tables: tables,
+            uniquenessIndexes: uniquenessIndexes
         ).plan(request)
         var changeSet = planned.changeSet
         if !changeSet.entities.isEmpty {

@@ -33,7 +33,7 @@ struct CommitPlannerTests {
         }
         let tables = try StoreCoordinator.loadTables(contents, model: model)
         return CommitPlanner(
-            model: model,
+            model: model, coordinatorIdentifier: UUID(),
             entityKeys: model.entities.enumerated().map {
                 EntityKey(entityName: $1.name, storeIdentifier: store, entityIndex: $0)
             },
@@ -82,6 +82,11 @@ struct CommitPlannerTests {
         #expect(result.changeSet.nextPrimaryKeys == ["Owner": 3, "Pet": 3])
         #expect(result.outcome.inserted.map(\.primaryKey) == [2, 2])
         #expect(result.tables[index("Pet")].row(for: 1)?.version == 2)
+        // What other contexts merge is derived from the same commit.
+        let ids = result.outcome.changes
+        #expect(ids.insertedObjectIDs.map { "\($0.entityName) \($0.primaryKey!)" }.sorted() == ["Owner 2", "Pet 2"])
+        #expect(ids.updatedObjectIDs.map { "\($0.entityName) \($0.primaryKey!)" }.sorted() == ["Owner 1", "Pet 1"])
+        #expect(ids.deletedObjectIDs.isEmpty)
         // Pure: the planner's own tables are untouched.
         #expect(planner.tables[index("Pet")].row(for: 2) == nil)
         #expect(planner.tables[index("Pet")].row(for: 1)?.version == 1)
@@ -94,7 +99,8 @@ struct CommitPlannerTests {
         var tables = planner.tables
         tables[index("Pet")].replace(with: CommittedRow(primaryKey: 1, version: 2, values: pet("renamed", owner: nil)))
         planner = CommitPlanner(
-            model: model, entityKeys: planner.entityKeys, tables: tables, uniquenessIndexes: planner.uniquenessIndexes)
+            model: model, coordinatorIdentifier: planner.coordinatorIdentifier, entityKeys: planner.entityKeys,
+            tables: tables, uniquenessIndexes: planner.uniquenessIndexes)
         var request = SaveRequest()
         request.updates = [update("Pet", 1, from: pet("a", owner: nil), set: 0, to: .string("mine"))]
         let error = #expect(throws: MergeConflictError.self) { try planner.plan(request) }
