@@ -35,12 +35,7 @@ struct HistoryRandomTests {
 
     private func runRound(_ kind: HistoryStore, _ generator: inout SeededGenerator, round: Int) throws {
         let directory = TemporaryDirectory("history-random")
-        let store = InMemoryStore()
-        func open() -> ContextManager {
-            kind == .journal
-                ? journalManager(directory, tracksHistory: true)
-                : ContextManager(delegate: TestStoreDelegate(storeType: .custom { _ in store }, tracksHistory: true))
-        }
+        let open = kind.opener(directory)
         var manager = open()
         var contexts: [ManagedObjectContext] = []
         func makeContexts() throws {

@@ -9,13 +9,21 @@ enum HistoryStore: String, CaseIterable, CustomStringConvertible, Sendable {
 
     /// A manager on a new store of this kind in `directory` (journal) or in memory.
     func manager(_ directory: TemporaryDirectory, tracksHistory: Bool = true) -> ContextManager {
+        opener(directory, tracksHistory: tracksHistory)()
+    }
+
+    /// Makes managers tracking history that all open the same store of this kind: the journal in
+    /// `directory`, or one in-memory store.
+    func opener(_ directory: TemporaryDirectory, tracksHistory: Bool = true) -> () -> ContextManager {
         switch self {
         case .journal:
-            return journalManager(directory, tracksHistory: tracksHistory)
+            return { journalManager(directory, tracksHistory: tracksHistory) }
         case .inMemory:
             let store = InMemoryStore()
-            return ContextManager(
-                delegate: TestStoreDelegate(storeType: .custom { _ in store }, tracksHistory: tracksHistory))
+            return {
+                ContextManager(
+                    delegate: TestStoreDelegate(storeType: .custom { _ in store }, tracksHistory: tracksHistory))
+            }
         }
     }
 }

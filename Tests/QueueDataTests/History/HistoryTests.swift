@@ -94,12 +94,7 @@ struct HistoryTests {
         arguments: HistoryStore.allCases)
     func purging(_ kind: HistoryStore) throws {
         let directory = TemporaryDirectory("history-purge")
-        let store = InMemoryStore()
-        func open() -> ContextManager {
-            kind == .journal
-                ? journalManager(directory, tracksHistory: true)
-                : ContextManager(delegate: TestStoreDelegate(storeType: .custom { _ in store }, tracksHistory: true))
-        }
+        let open = kind.opener(directory)
         var manager = open()
         try saveOneByOne(manager, ["a", "b", "c", "d"])
         var context = try makeContext(manager, "purger")
