@@ -139,18 +139,8 @@ extension ManagedObjectContext {
                 case .delete:
                     writes.append(.delete(entityIndex: item.entityIndex, key: item.key, values: item.deleted))
                 case .write(let values):
-                    let entity = model.entities[item.entityIndex]
-                    var row = item.current ?? item.snapshot
-                    for (name, value) in values {
-                        guard let slot = entity.index(ofAttribute: name),
-                            value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
-                        else {
-                            fatalError(
-                                "QueueData: the merge policy '\(policy)' wrote \(value) to "
-                                    + "'\(entity.name).\(name)', which does not exist or does not take it.")
-                        }
-                        row[slot] = value
-                    }
+                    let row = policy.row(
+                        writing: values, over: item.current ?? item.snapshot, of: model.entities[item.entityIndex])
                     writes.append(.write(entityIndex: item.entityIndex, key: item.key, values: row))
                 }
             }

@@ -264,3 +264,25 @@ public struct MergeConflict: Sendable, CustomStringConvertible {
         return "\(objectID): \(committed); \(local)"
     }
 }
+
+extension MergePolicy {
+    /// `row` of `entity` with the values a custom policy's ``MergeResolution/write(_:)`` gave,
+    /// by attribute name; traps, naming the policy, for a name the entity lacks or a value its
+    /// attribute cannot hold (a bug in the policy, not in the data).
+    func row(writing values: [String: StoredValue], over row: [StoredValue], of entity: EntityDescription)
+        -> [StoredValue]
+    {
+        var row = row
+        for (name, value) in values {
+            guard let slot = entity.index(ofAttribute: name),
+                value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
+            else {
+                fatalError(
+                    "QueueData: the merge policy '\(self)' wrote \(value) to '\(entity.name).\(name)', which does "
+                        + "not exist or does not take it.")
+            }
+            row[slot] = value
+        }
+        return row
+    }
+}

@@ -173,19 +173,10 @@ struct CommitPlanner {
                     case .delete:
                         return .some(nil)
                     case .write(let values):
-                        let entity = model.entities[item.key.entityIndex]
-                        var row = item.current?.values ?? item.snapshot
-                        for (name, value) in values {
-                            guard let slot = entity.index(ofAttribute: name),
-                                value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
-                            else {
-                                fatalError(
-                                    "QueueData: the merge policy '\(policy)' wrote \(value) to "
-                                        + "'\(entity.name).\(name)', which does not exist or does not take it.")
-                            }
-                            row[slot] = value
-                        }
-                        return .some(row)
+                        return .some(
+                            policy.row(
+                                writing: values, over: item.current?.values ?? item.snapshot,
+                                of: model.entities[item.key.entityIndex]))
                     }
                 }
             }
