@@ -137,8 +137,8 @@ extension UndoManager {
     private func record(_ entry: UndoEntry) {
         if let position = consequenceGroup {
             switch position.direction {
-            case .undo: append(entry, to: &undoStack[position.index])
-            case .redo: append(entry, to: &redoStack[position.index])
+            case .undo: append(entry, to: &undoStack[position.index], isSaveConsequence: true)
+            case .redo: append(entry, to: &redoStack[position.index], isSaveConsequence: true)
             }
         } else if eventLevel + explicitLevel > 0 {
             append(entry, to: &openGroup)
@@ -156,7 +156,7 @@ extension UndoManager {
     }
 
     /// Appends `entry` to `group`, noting the group of an object's latest removal.
-    func append(_ entry: UndoEntry, to group: inout UndoGroup) {
+    func append(_ entry: UndoEntry, to group: inout UndoGroup, isSaveConsequence: Bool = false) {
         switch entry {
         case .deletion(let object):
             removedBy[ObjectIdentifier(object)] = group.id
@@ -168,7 +168,7 @@ extension UndoManager {
         case .values:
             break
         }
-        group.entries.append(entry)
+        group.entries.append(UndoGroup.Recorded(entry: entry, isSaveConsequence: isSaveConsequence))
     }
 
     /// Adds a group recorded from new changes to the undo stack: the redo stack is emptied.
