@@ -45,8 +45,9 @@ extension UndoGroup {
     struct Recorded {
         let entry: UndoEntry
         /// The entry records what a save's delete rules (or `willSave()`) did because of a
-        /// deletion the group holds, after the group was recorded: undoing a later group may have
-        /// changed the deleted objects since (see `UndoManager.apply(_:in:keeping:lost:)`).
+        /// deletion the group holds, after the group was recorded (undoing a later group may have
+        /// changed the deleted objects since: see `UndoManager.apply(_:in:keeping:mirroredOnly:lost:)`),
+        /// or applies such an entry the other way (see `UndoManager.removedByCascade`).
         let isSaveConsequence: Bool
     }
 }

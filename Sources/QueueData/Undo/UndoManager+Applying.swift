@@ -36,8 +36,8 @@ extension UndoManager {
         applying = nil
         var opposite = makeGroup()
         opposite.actionName = group.actionName
-        for entry in applied {
-            append(entry, to: &opposite)
+        for recorded in applied {
+            append(recorded.entry, to: &opposite, isSaveConsequence: recorded.isSaveConsequence)
         }
         if !opposite.isEmpty {
             switch direction {
@@ -63,8 +63,14 @@ extension UndoManager {
     private func apply(
         _ group: UndoGroup,
         in context: ManagedObjectContext
-    ) -> (applied: [UndoEntry], deleted: Set<ObjectID>) {
+    ) -> (applied: [UndoGroup.Recorded], deleted: Set<ObjectID>) {
         var applied: [UndoEntry] = []
+        // Which of `applied` apply a save's consequence the other way.
+        var consequences: [Bool] = []
+        // Objects a cascade removed before this group whose values it changes, and the objects
+        // it removes itself.
+        var freed: [ManagedObject] = []
+        var removedNow = Set<ObjectIdentifier>()
         var deleted = Set<ObjectID>()
         // Objects this group brings back: references to them are kept even before they are back.
         var comingBack = Set<ObjectID>()
@@ -80,6 +86,7 @@ extension UndoManager {
         for recorded in group.entries.reversed() {
             switch recorded.entry {
             case .insertion(let object):
+                removedNow.insert(ObjectIdentifier(object))
                 if context.removeForUndo(object) {
                     applied.append(.deletion(object))
                 } else if object._state.contains(.detached), let removal = removedBy[ObjectIdentifier(object)],
@@ -102,6 +109,9 @@ extension UndoManager {
                 }
             case .values(let change):
                 let object = change.object
+                if removedByCascade.contains(ObjectIdentifier(object)) {
+                    freed.append(object)
+                }
                 if object._state.contains(.detached) && !comingBack.contains(object._objectID) {
                     if context.wasDeletedElsewhere(object) {
                         deleted.insert(object._objectID)
@@ -120,6 +130,7 @@ extension UndoManager {
                     applied.append(.values(done))
                 }
             }
+            consequences += repeatElement(recorded.isSaveConsequence, count: applied.count - consequences.count)
         }
         settle(lost, unplaced, in: context, applied: &applied)
         // The changes of objects gone with a save's deletion that `settle` did not place: the
@@ -135,13 +146,78 @@ extension UndoManager {
                 applied.append(.values(done))
             }
         }
+        consequences += repeatElement(false, count: applied.count - consequences.count)
+        var freedLost: [LostReference] = []
+        for object in bringBackFreed(freed.filter { !removedNow.contains(ObjectIdentifier($0)) }, in: context) {
+            touched.append(object)
+            applied.append(.insertion(object))
+            consequences.append(true)
+            deleted.formUnion(dropMissingReferences(of: object, in: context, keeping: comingBack, lost: &freedLost))
+        }
+        settle(freedLost, [], in: context, applied: &applied)
+        consequences += repeatElement(false, count: applied.count - consequences.count)
         // Also the objects the group changed and changed back within one event (a layer
         // inserted into a sketch and deleted again): no change of theirs was recorded, yet they
         // are updated, and undoing everything must leave nothing to save.
         for object in touched + context.pendingUpdates {
             context.clearUpdatedIfCommitted(object)
         }
-        return (applied, deleted)
+        return (zip(applied, consequences).map { UndoGroup.Recorded(entry: $0, isSaveConsequence: $1) }, deleted)
+    }
+
+    /// Brings back the objects of `candidates` that a cascade removed and that no deleted
+    /// object's cascade reaches any more (this group moved them out), and in turn the objects
+    /// their own cascades had removed along with them.
+    ///
+    /// - Returns: The objects brought back.
+    private func bringBackFreed(_ candidates: [ManagedObject], in context: ManagedObjectContext) -> [ManagedObject] {
+        var broughtBack: [ManagedObject] = []
+        var queue = Array(candidates.reversed())
+        while let object = queue.popLast() {
+            guard object._state.contains(.deleted), removedByCascade.contains(ObjectIdentifier(object)),
+                context.canBringBack(object), !isReachedByCascade(object, in: context)
+            else { continue }
+            context.bringBackForUndo(object)
+            removedByCascade.remove(ObjectIdentifier(object))
+            broughtBack.append(object)
+            for (slot, link) in links(of: object, in: context) where link.relationship.deleteRule == .cascade {
+                queue += related(object, slot: slot, link: link, in: context).filter {
+                    removedByCascade.contains(ObjectIdentifier($0))
+                }
+            }
+        }
+        return broughtBack
+    }
+
+    /// Whether `object` points to a deleted object (pending deletion, or deleted by this context)
+    /// whose relationship to it cascades.
+    private func isReachedByCascade(_ object: ManagedObject, in context: ManagedObjectContext) -> Bool {
+        links(of: object, in: context).contains { slot, link in
+            link.inverse.deleteRule == .cascade
+                && related(object, slot: slot, link: link, in: context).contains { $0._state.contains(.deleted) }
+        }
+    }
+
+    /// The row slot and link of each of `object`'s relationships.
+    private func links(
+        of object: ManagedObject,
+        in context: ManagedObjectContext
+    ) -> [(slot: Int, link: RelationshipLink)] {
+        object.entity.relationshipSlots.map { ($0, context.link(of: object, column: $0)) }
+    }
+
+    /// The objects `object`'s relationship at `slot` points to that this context holds or
+    /// removed (registered, or gone with this context's deletion).
+    private func related(
+        _ object: ManagedObject,
+        slot: Int,
+        link: RelationshipLink,
+        in context: ManagedObjectContext
+    ) -> [ManagedObject] {
+        let entityKey = context.coordinator.entityKeys[link.destinationIndex]
+        return RelationshipKeys.decode(translated(object._values[slot], link.relationship)).compactMap { key in
+            context.registry[link.destinationIndex][key] ?? removedObjects[ObjectID(key: entityKey, rawValue: key)]
+        }
     }
 
     /// Sets `change`'s slots back to their old values, where nothing else changed them since.
@@ -406,6 +482,7 @@ extension UndoManager {
             forget(in: &redoStack[index])
         }
         removedBy[ObjectIdentifier(object)] = nil
+        removedByCascade.remove(ObjectIdentifier(object))
         undoneInsertions.insert(object._objectID)
     }
 

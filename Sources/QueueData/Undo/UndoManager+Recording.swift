@@ -41,6 +41,7 @@ extension UndoManager {
         openGroup = makeGroup()
         removedBy.removeAll()
         removedObjects.removeAll()
+        removedByCascade.removeAll()
         undoneInsertions.removeAll()
         insertedBy.removeAll()
         preImages.removeAll()
@@ -161,7 +162,13 @@ extension UndoManager {
         case .deletion(let object):
             removedBy[ObjectIdentifier(object)] = group.id
             removedObjects[object._objectID] = object
+            if isSaveConsequence {
+                removedByCascade.insert(ObjectIdentifier(object))
+            } else {
+                removedByCascade.remove(ObjectIdentifier(object))
+            }
         case .insertion(let object):
+            removedByCascade.remove(ObjectIdentifier(object))
             if insertedBy[ObjectIdentifier(object)] == nil {
                 insertedBy[ObjectIdentifier(object)] = group.id
             }

@@ -75,4 +75,39 @@ struct UndoCascadeTests {
         UndoRandomTests.expectEqual(try UndoRandomTests.storedSignature(manager), before, "both undone")
         manager.close()
     }
+
+    @Test(
+        "a redo that moves an object out of a deleted object's cascade brings it back",
+        arguments: LifecycleStore.allCases, [false, true])
+    func redoMovingOutOfCascade(_ store: LifecycleStore, _ saveBetweenRedos: Bool) throws {
+        // Seed 11, round 7: the album is deleted, then its sketch moved out of it. With the move
+        // undone, a save cascades to the sketch (joining the album's group). Undoing the deletion
+        // brings both back; redoing it removes the sketch again as the cascade had (and with a
+        // save, deletes it), and redoing the move must bring the sketch (and its layers) back,
+        // as they were after the move.
+        let directory = TemporaryDirectory("undo-redo-cascade-\(store)-\(saveBetweenRedos)")
+        let manager = undoModelManager(store, directory)
+        let context = try makeContext(manager, "undo")
+        let (albumID, sketchID) = try UndoTests.seed(context)
+        context.performAndWait { context.undoManager = UndoManager() }
+        context.performAndWait { context.delete(context.object(with: albumID)!) }
+        context.performAndWait { (context.object(with: sketchID) as! Sketch).album = nil }
+        try context.performAndWait {
+            context.undo()
+            try context.save()
+            context.undo()
+            try context.save()
+            context.redo()
+            if saveBetweenRedos {
+                try context.save()
+            }
+            context.redo()
+            let sketch = context.object(with: sketchID) as! Sketch
+            #expect(!sketch.isDeleted && sketch.album == nil && sketch.layers.count == 2)
+            try context.save()
+        }
+        let stored = try UndoRandomTests.storedSignature(manager)
+        #expect(stored["a1"] == nil && stored["s1"]?.contains("layers=[l0,l1]") == true)
+        manager.close()
+    }
 }
