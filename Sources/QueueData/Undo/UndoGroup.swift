@@ -35,7 +35,19 @@ struct SlotChange {
 struct UndoGroup {
     /// Tells groups apart (increasing: a later group has a larger one).
     var id = 0
-    var entries: [UndoEntry] = []
+    var entries: [Recorded] = []
     var actionName = ""
     var isEmpty: Bool { entries.isEmpty }
+}
+
+extension UndoGroup {
+    /// An entry of a group, and whether a save added it after the group was recorded.
+    struct Recorded {
+        let entry: UndoEntry
+        /// The entry records what a save's delete rules (or `willSave()`) did because of a
+        /// deletion the group holds, after the group was recorded (undoing a later group may have
+        /// changed the deleted objects since: see `UndoManager.apply(_:in:keeping:mirroredOnly:lost:)`),
+        /// or applies such an entry the other way (see `UndoManager.removedByCascade`).
+        let isSaveConsequence: Bool
+    }
 }

@@ -36,8 +36,8 @@ extension UndoManager {
         applying = nil
         var opposite = makeGroup()
         opposite.actionName = group.actionName
-        for entry in applied {
-            append(entry, to: &opposite)
+        for recorded in applied {
+            append(recorded.entry, to: &opposite, isSaveConsequence: recorded.isSaveConsequence)
         }
         if !opposite.isEmpty {
             switch direction {
@@ -63,13 +63,19 @@ extension UndoManager {
     private func apply(
         _ group: UndoGroup,
         in context: ManagedObjectContext
-    ) -> (applied: [UndoEntry], deleted: Set<ObjectID>) {
+    ) -> (applied: [UndoGroup.Recorded], deleted: Set<ObjectID>) {
         var applied: [UndoEntry] = []
+        // Which of `applied` apply a save's consequence the other way.
+        var consequences: [Bool] = []
+        // Objects a cascade removed before this group whose values it changes, and the objects
+        // it removes itself.
+        var freed: [ManagedObject] = []
+        var removedNow = Set<ObjectIdentifier>()
         var deleted = Set<ObjectID>()
         // Objects this group brings back: references to them are kept even before they are back.
         var comingBack = Set<ObjectID>()
-        for entry in group.entries {
-            if case .deletion(let object) = entry, context.canBringBack(object) {
+        for recorded in group.entries {
+            if case .deletion(let object) = recorded.entry, context.canBringBack(object) {
                 comingBack.insert(object._objectID)
             }
         }
@@ -77,9 +83,10 @@ extension UndoManager {
         var touched: [ManagedObject] = []
         var lost: [LostReference] = []
         var unplaced: [ValuesChange] = []
-        for entry in group.entries.reversed() {
-            switch entry {
+        for recorded in group.entries.reversed() {
+            switch recorded.entry {
             case .insertion(let object):
+                removedNow.insert(ObjectIdentifier(object))
                 if context.removeForUndo(object) {
                     applied.append(.deletion(object))
                 } else if object._state.contains(.detached), let removal = removedBy[ObjectIdentifier(object)],
@@ -102,34 +109,123 @@ extension UndoManager {
                 }
             case .values(let change):
                 let object = change.object
+                if removedByCascade.contains(ObjectIdentifier(object)) {
+                    freed.append(object)
+                }
                 if object._state.contains(.detached) && !comingBack.contains(object._objectID) {
                     if context.wasDeletedElsewhere(object) {
                         deleted.insert(object._objectID)
                     } else if object._state.contains(.deletedBySave) {
-                        // Deleted by this context's save, in an older group: undone with it.
+                        // Deleted by this context's save, in an older group: brought back with it,
+                        // with the values it had before this group (below, after `settle`).
                         unplaced.append(change)
                     }
                     continue
                 }
-                let (done, missing) = apply(change, in: context, keeping: comingBack, lost: &lost)
+                let (done, missing) = apply(
+                    change, in: context, keeping: comingBack, mirroredOnly: recorded.isSaveConsequence, lost: &lost)
                 deleted.formUnion(missing)
                 if let done {
                     touched.append(object)
                     applied.append(.values(done))
                 }
             }
+            consequences += repeatElement(recorded.isSaveConsequence, count: applied.count - consequences.count)
         }
         settle(lost, unplaced, in: context, applied: &applied)
+        // The changes of objects gone with a save's deletion that `settle` did not place: the
+        // object takes them back while gone, as it was before this group, so that undoing the
+        // deletion's group (older) brings it back as it was then. Its side of a link is what that
+        // undo restores the link from (see `apply(_:in:keeping:lost:)`).
+        for change in unplaced {
+            let placed = Set(
+                lost.filter { $0.deleted === change.object }.map {
+                    context.link(of: $0.object, column: $0.slot).inverseColumn
+                })
+            if let done = applyToRemoved(change, skipping: placed) {
+                applied.append(.values(done))
+            }
+        }
+        consequences += repeatElement(false, count: applied.count - consequences.count)
+        var freedLost: [LostReference] = []
+        for object in bringBackFreed(freed.filter { !removedNow.contains(ObjectIdentifier($0)) }, in: context) {
+            touched.append(object)
+            applied.append(.insertion(object))
+            consequences.append(true)
+            deleted.formUnion(dropMissingReferences(of: object, in: context, keeping: comingBack, lost: &freedLost))
+        }
+        settle(freedLost, [], in: context, applied: &applied)
+        consequences += repeatElement(false, count: applied.count - consequences.count)
         // Also the objects the group changed and changed back within one event (a layer
         // inserted into a sketch and deleted again): no change of theirs was recorded, yet they
         // are updated, and undoing everything must leave nothing to save.
         for object in touched + context.pendingUpdates {
             context.clearUpdatedIfCommitted(object)
         }
-        return (applied, deleted)
+        return (zip(applied, consequences).map { UndoGroup.Recorded(entry: $0, isSaveConsequence: $1) }, deleted)
+    }
+
+    /// Brings back the objects of `candidates` that a cascade removed and that no deleted
+    /// object's cascade reaches any more (this group moved them out), and in turn the objects
+    /// their own cascades had removed along with them.
+    ///
+    /// - Returns: The objects brought back.
+    private func bringBackFreed(_ candidates: [ManagedObject], in context: ManagedObjectContext) -> [ManagedObject] {
+        var broughtBack: [ManagedObject] = []
+        var queue = Array(candidates.reversed())
+        while let object = queue.popLast() {
+            guard object._state.contains(.deleted), removedByCascade.contains(ObjectIdentifier(object)),
+                context.canBringBack(object), !isReachedByCascade(object, in: context)
+            else { continue }
+            context.bringBackForUndo(object)
+            removedByCascade.remove(ObjectIdentifier(object))
+            broughtBack.append(object)
+            for (slot, link) in links(of: object, in: context) where link.relationship.deleteRule == .cascade {
+                queue += related(object, slot: slot, link: link, in: context).filter {
+                    removedByCascade.contains(ObjectIdentifier($0))
+                }
+            }
+        }
+        return broughtBack
+    }
+
+    /// Whether `object` points to a deleted object (pending deletion, or deleted by this context)
+    /// whose relationship to it cascades.
+    private func isReachedByCascade(_ object: ManagedObject, in context: ManagedObjectContext) -> Bool {
+        links(of: object, in: context).contains { slot, link in
+            link.inverse.deleteRule == .cascade
+                && related(object, slot: slot, link: link, in: context).contains { $0._state.contains(.deleted) }
+        }
+    }
+
+    /// The row slot and link of each of `object`'s relationships.
+    private func links(
+        of object: ManagedObject,
+        in context: ManagedObjectContext
+    ) -> [(slot: Int, link: RelationshipLink)] {
+        object.entity.relationshipSlots.map { ($0, context.link(of: object, column: $0)) }
+    }
+
+    /// The objects `object`'s relationship at `slot` points to that this context holds or
+    /// removed (registered, or gone with this context's deletion).
+    private func related(
+        _ object: ManagedObject,
+        slot: Int,
+        link: RelationshipLink,
+        in context: ManagedObjectContext
+    ) -> [ManagedObject] {
+        let entityKey = context.coordinator.entityKeys[link.destinationIndex]
+        return RelationshipKeys.decode(translated(object._values[slot], link.relationship)).compactMap { key in
+            context.registry[link.destinationIndex][key] ?? removedObjects[ObjectID(key: entityKey, rawValue: key)]
+        }
     }
 
     /// Sets `change`'s slots back to their old values, where nothing else changed them since.
+    ///
+    /// `mirroredOnly`: the change is a save's delete rules taking objects the save deleted out of
+    /// `object`'s relationships. Each deleted object kept its side of those links, and an undo of a
+    /// later group that changed it while it was gone (undone before this one) changed that side
+    /// only: a link comes back only if the deleted object's side still has it.
     ///
     /// - Returns: The change that sets them again (`nil` if nothing changed), and the objects
     ///   references were not restored to because another context deleted them (those this
@@ -138,6 +234,7 @@ extension UndoManager {
         _ change: ValuesChange,
         in context: ManagedObjectContext,
         keeping comingBack: Set<ObjectID>,
+        mirroredOnly: Bool,
         lost: inout [LostReference]
     ) -> (ValuesChange?, Set<ObjectID>) {
         let object = change.object
@@ -181,6 +278,9 @@ extension UndoManager {
                 // Changed since: the newer value stands.
                 continue
             }
+            if relationship != nil, mirroredOnly {
+                target = mirrored(target, previous: current, of: object, slot: slot, in: context)
+            }
             if let relationship {
                 let (kept, missing) = context.existingReferences(
                     target, previous: current, relationship: relationship,
@@ -195,6 +295,66 @@ extension UndoManager {
             done.changes.append(SlotChange(slot: slot, old: current, new: target))
         }
         return (done.changes.isEmpty ? nil : done, deleted)
+    }
+
+    /// Sets `change`'s slots of an object a save of this context deleted back to their old
+    /// values, where nothing changed them since, except `skipping` (relationship slots `settle`
+    /// placed): the object keeps them until an undo brings it back. References are not checked:
+    /// they are when it comes back.
+    ///
+    /// - Returns: The change that sets them again (`nil` if nothing changed).
+    private func applyToRemoved(_ change: ValuesChange, skipping: Set<Int>) -> ValuesChange? {
+        let object = change.object
+        let entity = object.entity
+        var done = ValuesChange(
+            object: object, changes: [], baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)
+        for slotChange in change.changes where !skipping.contains(slotChange.slot) {
+            let slot = slotChange.slot
+            let relationship = entity.relationship(atSlot: slot)
+            let current = relationship.map { translated(object._values[slot], $0) } ?? object._values[slot]
+            let old = relationship.map { translated(slotChange.old, $0) } ?? slotChange.old
+            let new = relationship.map { translated(slotChange.new, $0) } ?? slotChange.new
+            var target: StoredValue
+            if StoredValue.isSame(current, new) {
+                target = old
+            } else if let relationship, relationship.isToMany {
+                target = RelationshipKeys.merged(
+                    snapshot: new, object: old, committed: current, relationship: relationship)
+                if relationship.isOrdered {
+                    target = Self.ordered(target, current: current, old: old, relationship)
+                }
+            } else {
+                continue
+            }
+            guard !StoredValue.isSame(target, current) else { continue }
+            object._values[slot] = target
+            done.changes.append(SlotChange(slot: slot, old: current, new: target))
+        }
+        return done.changes.isEmpty ? nil : done
+    }
+
+    /// `value` of `object`'s relationship at `slot` without the objects `previous` did not hold
+    /// that this context removed and whose side of the link no longer points to `object`.
+    private func mirrored(
+        _ value: StoredValue,
+        previous: StoredValue,
+        of object: ManagedObject,
+        slot: Int,
+        in context: ManagedObjectContext
+    ) -> StoredValue {
+        let link = context.link(of: object, column: slot)
+        let entityKey = context.coordinator.entityKeys[link.destinationIndex]
+        let before = Set(RelationshipKeys.decode(previous))
+        let keys = RelationshipKeys.decode(value)
+        let unmirrored = keys.filter { key in
+            guard !before.contains(key), let removed = removedObjects[ObjectID(key: entityKey, rawValue: key)] else {
+                return false
+            }
+            let back = RelationshipKeys.decode(translated(removed._values[link.inverseColumn], link.inverse))
+            return !back.contains(object._objectID.rawValue)
+        }
+        guard !unmirrored.isEmpty else { return value }
+        return RelationshipKeys.encode(keys.filter { !unmirrored.contains($0) }, for: link.relationship)
     }
 
     /// Removes from the relationships of `object` (just brought back) the objects that no
@@ -309,8 +469,8 @@ extension UndoManager {
     /// out from then on, as to an object that never was.
     private func forgetRemoval(of object: ManagedObject, inGroup groupID: Int) {
         func forget(in group: inout UndoGroup) {
-            group.entries.removeAll { entry in
-                switch entry {
+            group.entries.removeAll { recorded in
+                switch recorded.entry {
                 case .deletion(let removed), .insertion(let removed): return removed === object
                 case .values(let change): return change.object === object
                 }
@@ -322,6 +482,7 @@ extension UndoManager {
             forget(in: &redoStack[index])
         }
         removedBy[ObjectIdentifier(object)] = nil
+        removedByCascade.remove(ObjectIdentifier(object))
         undoneInsertions.insert(object._objectID)
     }
 

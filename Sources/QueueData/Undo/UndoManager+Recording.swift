@@ -41,6 +41,7 @@ extension UndoManager {
         openGroup = makeGroup()
         removedBy.removeAll()
         removedObjects.removeAll()
+        removedByCascade.removeAll()
         undoneInsertions.removeAll()
         insertedBy.removeAll()
         preImages.removeAll()
@@ -137,8 +138,8 @@ extension UndoManager {
     private func record(_ entry: UndoEntry) {
         if let position = consequenceGroup {
             switch position.direction {
-            case .undo: append(entry, to: &undoStack[position.index])
-            case .redo: append(entry, to: &redoStack[position.index])
+            case .undo: append(entry, to: &undoStack[position.index], isSaveConsequence: true)
+            case .redo: append(entry, to: &redoStack[position.index], isSaveConsequence: true)
             }
         } else if eventLevel + explicitLevel > 0 {
             append(entry, to: &openGroup)
@@ -156,19 +157,25 @@ extension UndoManager {
     }
 
     /// Appends `entry` to `group`, noting the group of an object's latest removal.
-    func append(_ entry: UndoEntry, to group: inout UndoGroup) {
+    func append(_ entry: UndoEntry, to group: inout UndoGroup, isSaveConsequence: Bool = false) {
         switch entry {
         case .deletion(let object):
             removedBy[ObjectIdentifier(object)] = group.id
             removedObjects[object._objectID] = object
+            if isSaveConsequence {
+                removedByCascade.insert(ObjectIdentifier(object))
+            } else {
+                removedByCascade.remove(ObjectIdentifier(object))
+            }
         case .insertion(let object):
+            removedByCascade.remove(ObjectIdentifier(object))
             if insertedBy[ObjectIdentifier(object)] == nil {
                 insertedBy[ObjectIdentifier(object)] = group.id
             }
         case .values:
             break
         }
-        group.entries.append(entry)
+        group.entries.append(UndoGroup.Recorded(entry: entry, isSaveConsequence: isSaveConsequence))
     }
 
     /// Adds a group recorded from new changes to the undo stack: the redo stack is emptied.

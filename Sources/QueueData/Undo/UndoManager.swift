@@ -66,6 +66,10 @@ public final class UndoManager {
     /// from the store is this context's own saved deletion when it names one of these (left
     /// with `deletedBySave`), and another context's otherwise.
     var removedObjects: [ObjectID: ManagedObject] = [:]
+    /// The objects removed (and not brought back since) by a save's cascade, or by an undo or
+    /// redo taking them out again as the cascade had: an undo or redo that takes one out of the
+    /// reach of every cascade of a deleted object brings it back, as the save would have kept it.
+    var removedByCascade: Set<ObjectIdentifier> = []
     /// The objects an undo took out of existence after a save's delete rules had removed them
     /// already: a reference to one is dropped silently (it is neither this context's saved
     /// deletion nor another context's).
