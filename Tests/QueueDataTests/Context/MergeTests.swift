@@ -150,6 +150,34 @@ struct MergeTests {
         #expect(!changes.contains { !$0.inserted.isDisjoint(with: ids) || !$0.updated.isDisjoint(with: ids) })
     }
 
+    @Test("a context skips a didSave only when the context itself posted it: posted by anything else, it merges")
+    func selfMergeDecidedByPoster() throws {
+        let captured = NotificationBox()
+        let token = NotificationCenter.default.addObserver(
+            forName: ManagedObjectContext.didSaveNotification, object: writer, queue: nil
+        ) { notification in
+            captured.notifications.append(notification)
+        }
+        defer { NotificationCenter.default.removeObserver(token) }
+        let ids = try seedDestinations(writer, ["A"])
+        flush(writer)
+        let saved = try #require(captured.notifications.first)
+        let recorder = ObjectsDidChangeRecorder(writer)
+        // Posted again with the writer as its object: still its own save, not merged.
+        NotificationCenter.default.post(
+            name: ManagedObjectContext.didSaveNotification, object: writer, userInfo: saved.userInfo)
+        flush(writer)
+        #expect(recorder.changes.isEmpty)
+        // Posted with no object, or one that is not a context: merged like another context's save.
+        for object: Any? in [nil, "not a context"] {
+            NotificationCenter.default.post(
+                name: ManagedObjectContext.didSaveNotification, object: object, userInfo: saved.userInfo)
+        }
+        flush(writer)
+        #expect(recorder.changes.count == 2)
+        #expect(recorder.changes.allSatisfy { $0.inserted == Set(ids) })
+    }
+
     @Test("a released context stops observing: saves after it is gone reach no one and nothing crashes")
     func releasedContextObserverIsGone() throws {
         weak var released: ManagedObjectContext?
