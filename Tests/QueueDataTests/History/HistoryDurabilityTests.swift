@@ -213,3 +213,40 @@ struct HistoryDurabilityTests {
         #expect(outcomes.refused > 0)
     }
 }
+
+@Suite("Persistent history: a failed start loses nothing")
+struct HistoryStartFailureTests {
+    @Test(
+        "when the compaction that starts the history cannot be written, the save fails with the changes kept and the journal untouched"
+    )
+    func failedStart() throws {
+        let directory = TemporaryDirectory("history-start-failure")
+        let seeding = journalManager(directory)
+        try saveOneByOne(seeding, ["old"])
+        seeding.close()
+        let before = try directory.bytes(of: "Store.journal")
+
+        let faulty = FaultyFileSystem()
+        var manager = journalManager(directory, fileSystem: faulty, tracksHistory: true)
+        let context = try makeContext(manager, "writer")
+        faulty.fail("rename", pathContaining: "Store.journal")
+        let error = #expect(throws: StoreError.self) {
+            try context.performAndWait {
+                context.insert(Destination.self).name = "new"
+                try context.save()
+            }
+        }
+        #expect(error?.code == .io, "\(String(describing: error))")
+        #expect(context.performAndWait { context.hasChanges })
+        #expect(try directory.bytes(of: "Store.journal") == before)
+        #expect(!directory.contents.contains { $0.contains(".tmp") }, "\(directory.contents)")
+        manager.close()
+
+        manager = journalManager(directory, tracksHistory: true)
+        defer { manager.close() }
+        try saveOneByOne(manager, ["new"])
+        let reader = try makeContext(manager, "reader")
+        #expect(try reader.performAndWait { try reader.history(after: nil) }.count == 1)
+        #expect(try childlessNames(manager) == ["new", "old"])
+    }
+}
