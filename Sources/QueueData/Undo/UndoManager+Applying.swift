@@ -89,14 +89,20 @@ extension UndoManager {
                 removedNow.insert(ObjectIdentifier(object))
                 if context.removeForUndo(object) {
                     applied.append(.deletion(object))
-                } else if object._state.contains(.detached), let removal = removedBy[ObjectIdentifier(object)],
-                    let creation = insertedBy[ObjectIdentifier(object)], removal < creation
-                {
+                } else if object._state.contains(.detached), let creation = insertedBy[ObjectIdentifier(object)] {
                     // Gone already through a deletion a group older than its creation holds (a
                     // save's delete rules reached it, and join the group of the deletion they
                     // follow from): the object did not exist before that group, so undoing it
-                    // must not bring the object back.
-                    forgetRemoval(of: object, inGroup: removal)
+                    // must not bring the object back. Not only its latest removal: an undo that
+                    // `settle`s it away again adds its removal to such a group too, and the
+                    // latest is then in the group that undo made (on the redo stack).
+                    var removals = Set(undoStack.lazy.filter { $0.id < creation && $0.removes(object) }.map(\.id))
+                    if let removal = removedBy[ObjectIdentifier(object)], removal < creation {
+                        removals.insert(removal)
+                    }
+                    for removal in removals.sorted() {
+                        forgetRemoval(of: object, inGroup: removal)
+                    }
                 }
             case .deletion(let object):
                 if context.canBringBack(object) {
@@ -429,17 +435,57 @@ extension UndoManager {
             let object = loss.object
             let deleted = loss.deleted
             let link = context.link(of: object, column: loss.slot)
-            var entries: [UndoEntry] = []
+            var entries: [UndoGroup.Recorded] = []
             if link.inverse.deleteRule == .cascade, context.removeForUndo(object) {
                 applied.append(.deletion(object))
-                entries.append(.deletion(object))
+                entries.append(UndoGroup.Recorded(entry: .deletion(object), isSaveConsequence: false))
+                // The save would have cascaded on from the object: to what its own cascades reach
+                // (objects this group brings back with it, say).
+                var queue = [object]
+                var removed = [object]
+                while let source = queue.popLast() {
+                    for (slot, link) in links(of: source, in: context) where link.relationship.deleteRule == .cascade {
+                        for target in related(source, slot: slot, link: link, in: context)
+                        where context.removeForUndo(target) {
+                            applied.append(.deletion(target))
+                            entries.append(UndoGroup.Recorded(entry: .deletion(target), isSaveConsequence: false))
+                            queue.append(target)
+                            removed.append(target)
+                        }
+                    }
+                }
+                // And the objects that stay stop pointing to the ones removed (an object brought
+                // back under its permanent ID is discarded: no save applies its rules).
+                for gone in removed where gone._state.contains(.detached) {
+                    for (slot, link) in links(of: gone, in: context) {
+                        for target in related(gone, slot: slot, link: link, in: context)
+                        where !target._state.contains(.deleted) {
+                            let column = link.inverseColumn
+                            let before = target._values[column]
+                            let keys = RelationshipKeys.decode(translated(before, link.inverse))
+                            guard keys.contains(gone._objectID.rawValue) else { continue }
+                            let after = RelationshipKeys.encode(
+                                keys.filter { $0 != gone._objectID.rawValue }, for: link.inverse)
+                            context.writeForUndo(after, to: target, at: column)
+                            let change = ValuesChange(
+                                object: target, changes: [SlotChange(slot: column, old: before, new: after)],
+                                baseSnapshot: target._snapshot, baseVersion: target._snapshotVersion)
+                            applied.append(.values(change))
+                            // As a save's nullify: the link comes back only while the removed
+                            // object's side still has it (see `apply(_:in:keeping:mirroredOnly:lost:)`).
+                            entries.append(UndoGroup.Recorded(entry: .values(change), isSaveConsequence: true))
+                        }
+                    }
+                }
             }
             entries.append(
-                .values(
-                    ValuesChange(
-                        object: object,
-                        changes: [SlotChange(slot: loss.slot, old: loss.intended, new: object._values[loss.slot])],
-                        baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)))
+                UndoGroup.Recorded(
+                    entry: .values(
+                        ValuesChange(
+                            object: object,
+                            changes: [SlotChange(slot: loss.slot, old: loss.intended, new: object._values[loss.slot])],
+                            baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)),
+                    isSaveConsequence: false))
             let inverseSlot = link.inverseColumn
             let keys = RelationshipKeys.decode(translated(deleted._values[inverseSlot], link.inverse))
             let key = object._objectID.rawValue
@@ -447,18 +493,24 @@ extension UndoManager {
                 .first { $0.slot == inverseSlot }
             if let recorded {
                 entries.append(
-                    .values(
-                        ValuesChange(
-                            object: deleted, changes: [recorded], baseSnapshot: deleted._snapshot,
-                            baseVersion: deleted._snapshotVersion)))
+                    UndoGroup.Recorded(
+                        entry: .values(
+                            ValuesChange(
+                                object: deleted, changes: [recorded], baseSnapshot: deleted._snapshot,
+                                baseVersion: deleted._snapshotVersion)),
+                        isSaveConsequence: false))
             } else if !keys.contains(key) {
                 let linked = RelationshipKeys.encode(link.inverse.isToMany ? keys + [key] : [key], for: link.inverse)
                 entries.append(
-                    .values(
-                        ValuesChange(
-                            object: deleted,
-                            changes: [SlotChange(slot: inverseSlot, old: linked, new: deleted._values[inverseSlot])],
-                            baseSnapshot: deleted._snapshot, baseVersion: deleted._snapshotVersion)))
+                    UndoGroup.Recorded(
+                        entry: .values(
+                            ValuesChange(
+                                object: deleted,
+                                changes: [
+                                    SlotChange(slot: inverseSlot, old: linked, new: deleted._values[inverseSlot])
+                                ],
+                                baseSnapshot: deleted._snapshot, baseVersion: deleted._snapshotVersion)),
+                        isSaveConsequence: false))
             }
             appendToRemovalGroup(of: deleted, entries)
         }
@@ -481,7 +533,9 @@ extension UndoManager {
         } else if let index = redoStack.lastIndex(where: { $0.id == groupID }) {
             forget(in: &redoStack[index])
         }
-        removedBy[ObjectIdentifier(object)] = nil
+        if removedBy[ObjectIdentifier(object)] == groupID {
+            removedBy[ObjectIdentifier(object)] = nil
+        }
         removedByCascade.remove(ObjectIdentifier(object))
         undoneInsertions.insert(object._objectID)
     }
@@ -489,15 +543,15 @@ extension UndoManager {
     /// Appends `entries` to the group of the latest removal of `object`, if it is still on a
     /// stack; returns whether it was.
     @discardableResult
-    private func appendToRemovalGroup(of object: ManagedObject, _ entries: [UndoEntry]) -> Bool {
+    private func appendToRemovalGroup(of object: ManagedObject, _ entries: [UndoGroup.Recorded]) -> Bool {
         guard let groupID = removedBy[ObjectIdentifier(object)] else { return false }
         if let index = undoStack.lastIndex(where: { $0.id == groupID }) {
-            for entry in entries {
-                append(entry, to: &undoStack[index])
+            for recorded in entries {
+                append(recorded.entry, to: &undoStack[index], isSaveConsequence: recorded.isSaveConsequence)
             }
         } else if let index = redoStack.lastIndex(where: { $0.id == groupID }) {
-            for entry in entries {
-                append(entry, to: &redoStack[index])
+            for recorded in entries {
+                append(recorded.entry, to: &redoStack[index], isSaveConsequence: recorded.isSaveConsequence)
             }
         } else {
             return false
