@@ -138,6 +138,37 @@ extension UndoManager {
             }
             consequences += repeatElement(recorded.isSaveConsequence, count: applied.count - consequences.count)
         }
+        // Objects gone with a save's cascade whose changes here move them out of every cascade's
+        // reach come back (see `bringBackFreed`) with those changes: references to them are kept,
+        // not settled as lost (a sketch moved from a deleted album into a new one).
+        var freedLost: [LostReference] = []
+        let leaving = freed.filter { object in
+            !removedNow.contains(ObjectIdentifier(object)) && unplaced.contains { $0.object === object }
+                && !isReachedByCascade(object, in: context, after: unplaced)
+        }
+        if !leaving.isEmpty {
+            for change in unplaced where leaving.contains(where: { $0 === change.object }) {
+                if let done = applyToRemoved(change, skipping: []) {
+                    applied.append(.values(done))
+                }
+            }
+            unplaced.removeAll { change in leaving.contains { $0 === change.object } }
+            consequences += repeatElement(false, count: applied.count - consequences.count)
+            for object in bringBackFreed(leaving, in: context) {
+                touched.append(object)
+                applied.append(.insertion(object))
+                consequences.append(true)
+                deleted.formUnion(dropMissingReferences(of: object, in: context, keeping: comingBack, lost: &freedLost))
+            }
+            lost.removeAll { loss in
+                guard !loss.deleted._state.contains(.detached) else { return false }
+                if let done = restore(loss, in: context, keeping: comingBack) {
+                    applied.append(.values(done))
+                }
+                return true
+            }
+            consequences += repeatElement(false, count: applied.count - consequences.count)
+        }
         settle(lost, unplaced, in: context, applied: &applied)
         // The changes of objects gone with a save's deletion that `settle` did not place: the
         // object takes them back while gone, as it was before this group, so that undoing the
@@ -153,7 +184,6 @@ extension UndoManager {
             }
         }
         consequences += repeatElement(false, count: applied.count - consequences.count)
-        var freedLost: [LostReference] = []
         for object in bringBackFreed(freed.filter { !removedNow.contains(ObjectIdentifier($0)) }, in: context) {
             touched.append(object)
             applied.append(.insertion(object))
@@ -202,6 +232,48 @@ extension UndoManager {
             link.inverse.deleteRule == .cascade
                 && related(object, slot: slot, link: link, in: context).contains { $0._state.contains(.deleted) }
         }
+    }
+
+    /// Whether `object` (gone with a save's deletion) would point to a deleted object whose
+    /// relationship to it cascades, once it takes `unplaced`'s changes of it.
+    private func isReachedByCascade(
+        _ object: ManagedObject,
+        in context: ManagedObjectContext,
+        after unplaced: [ValuesChange]
+    ) -> Bool {
+        let slots = 0..<object.entity.columnCount
+        let values = slots.map { object._values[$0] }
+        defer {
+            for (slot, value) in zip(slots, values) {
+                object._values[slot] = value
+            }
+        }
+        for change in unplaced where change.object === object {
+            _ = applyToRemoved(change, skipping: [])
+        }
+        return isReachedByCascade(object, in: context)
+    }
+
+    /// Gives `loss.object` the reference to `loss.deleted` the undo meant to restore, now that
+    /// the deleted object is back (with the other references of the value that still exist).
+    ///
+    /// - Returns: The change made (`nil` if none).
+    private func restore(
+        _ loss: LostReference,
+        in context: ManagedObjectContext,
+        keeping comingBack: Set<ObjectID>
+    ) -> ValuesChange? {
+        let object = loss.object
+        let link = context.link(of: object, column: loss.slot)
+        let current = object._values[loss.slot]
+        let (target, _) = context.existingReferences(
+            loss.intended, previous: current, relationship: link.relationship,
+            destinationIndex: link.destinationIndex, keeping: comingBack)
+        guard !StoredValue.isSame(target, current) else { return nil }
+        context.writeForUndo(target, to: object, at: loss.slot)
+        return ValuesChange(
+            object: object, changes: [SlotChange(slot: loss.slot, old: current, new: target)],
+            baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)
     }
 
     /// The row slot and link of each of `object`'s relationships.

@@ -245,3 +245,45 @@ extension UndoCascadeTests {
         }
     }
 }
+
+extension UndoCascadeTests {
+    @Test(
+        "a redo that moves an object out of a deleted object's cascade into another object brings it back there",
+        arguments: LifecycleStore.allCases)
+    func redoMovingOutOfCascadeIntoNewObject(_ store: LifecycleStore) throws {
+        // Seed 5, round 132: the album is deleted, then its sketch moved into a new album. With
+        // the move undone, a save cascades to the sketch (joining the deletion's group). Redoing
+        // the move must bring the sketch back in the new album, whose side of the link is not
+        // left out as a reference to an object the context's save deleted.
+        let directory = TemporaryDirectory("undo-redo-cascade-into-\(store)")
+        let manager = undoModelManager(store, directory)
+        let context = try makeContext(manager, "undo")
+        let (albumID, sketchID) = try UndoTests.seed(context)
+        context.performAndWait { context.undoManager = UndoManager() }
+        let before = try UndoRandomTests.storedSignature(manager)
+        context.performAndWait { context.delete(context.object(with: albumID)!) }
+        context.performAndWait {
+            let album = context.insert(Album.self)
+            album.uid = "a2"
+            (context.object(with: sketchID) as! Sketch).album = album
+        }
+        try context.performAndWait {
+            context.undo()
+            try context.save()
+            context.redo()
+            let sketch = try #require(context.object(with: sketchID) as? Sketch)
+            #expect(!sketch.isDeleted && sketch.album?.uid == "a2" && sketch.layers.count == 2)
+            #expect(sketch.album?.sketches.contains(sketch) == true)
+            try context.save()
+        }
+        let stored = try UndoRandomTests.storedSignature(manager)
+        #expect(stored["a1"] == nil && stored["s1"]?.contains("album=[a2] layers=[l0,l1]") == true)
+        try context.performAndWait {
+            context.undo()
+            context.undo()
+            try context.save()
+        }
+        UndoRandomTests.expectEqual(try UndoRandomTests.storedSignature(manager), before, "both undone")
+        manager.close()
+    }
+}
