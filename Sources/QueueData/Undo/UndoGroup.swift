@@ -38,6 +38,14 @@ struct UndoGroup {
     var entries: [Recorded] = []
     var actionName = ""
     var isEmpty: Bool { entries.isEmpty }
+
+    /// Whether the group holds a removal of `object` (undoing the group brings it back).
+    func removes(_ object: ManagedObject) -> Bool {
+        entries.contains { recorded in
+            if case .deletion(let removed) = recorded.entry { return removed === object }
+            return false
+        }
+    }
 }
 
 extension UndoGroup {

@@ -89,14 +89,20 @@ extension UndoManager {
                 removedNow.insert(ObjectIdentifier(object))
                 if context.removeForUndo(object) {
                     applied.append(.deletion(object))
-                } else if object._state.contains(.detached), let removal = removedBy[ObjectIdentifier(object)],
-                    let creation = insertedBy[ObjectIdentifier(object)], removal < creation
-                {
+                } else if object._state.contains(.detached), let creation = insertedBy[ObjectIdentifier(object)] {
                     // Gone already through a deletion a group older than its creation holds (a
                     // save's delete rules reached it, and join the group of the deletion they
                     // follow from): the object did not exist before that group, so undoing it
-                    // must not bring the object back.
-                    forgetRemoval(of: object, inGroup: removal)
+                    // must not bring the object back. Not only its latest removal: an undo that
+                    // `settle`s it away again adds its removal to such a group too, and the
+                    // latest is then in the group that undo made (on the redo stack).
+                    var removals = Set(undoStack.lazy.filter { $0.id < creation && $0.removes(object) }.map(\.id))
+                    if let removal = removedBy[ObjectIdentifier(object)], removal < creation {
+                        removals.insert(removal)
+                    }
+                    for removal in removals.sorted() {
+                        forgetRemoval(of: object, inGroup: removal)
+                    }
                 }
             case .deletion(let object):
                 if context.canBringBack(object) {
@@ -132,6 +138,37 @@ extension UndoManager {
             }
             consequences += repeatElement(recorded.isSaveConsequence, count: applied.count - consequences.count)
         }
+        // Objects gone with a save's cascade whose changes here move them out of every cascade's
+        // reach come back (see `bringBackFreed`) with those changes: references to them are kept,
+        // not settled as lost (a sketch moved from a deleted album into a new one).
+        var freedLost: [LostReference] = []
+        let leaving = freed.filter { object in
+            !removedNow.contains(ObjectIdentifier(object)) && unplaced.contains { $0.object === object }
+                && !isReachedByCascade(object, in: context, after: unplaced)
+        }
+        if !leaving.isEmpty {
+            for change in unplaced where leaving.contains(where: { $0 === change.object }) {
+                if let done = applyToRemoved(change, skipping: []) {
+                    applied.append(.values(done))
+                }
+            }
+            unplaced.removeAll { change in leaving.contains { $0 === change.object } }
+            consequences += repeatElement(false, count: applied.count - consequences.count)
+            for object in bringBackFreed(leaving, in: context) {
+                touched.append(object)
+                applied.append(.insertion(object))
+                consequences.append(true)
+                deleted.formUnion(dropMissingReferences(of: object, in: context, keeping: comingBack, lost: &freedLost))
+            }
+            lost.removeAll { loss in
+                guard !loss.deleted._state.contains(.detached) else { return false }
+                if let done = restore(loss, in: context, keeping: comingBack) {
+                    applied.append(.values(done))
+                }
+                return true
+            }
+            consequences += repeatElement(false, count: applied.count - consequences.count)
+        }
         settle(lost, unplaced, in: context, applied: &applied)
         // The changes of objects gone with a save's deletion that `settle` did not place: the
         // object takes them back while gone, as it was before this group, so that undoing the
@@ -147,7 +184,6 @@ extension UndoManager {
             }
         }
         consequences += repeatElement(false, count: applied.count - consequences.count)
-        var freedLost: [LostReference] = []
         for object in bringBackFreed(freed.filter { !removedNow.contains(ObjectIdentifier($0)) }, in: context) {
             touched.append(object)
             applied.append(.insertion(object))
@@ -196,6 +232,48 @@ extension UndoManager {
             link.inverse.deleteRule == .cascade
                 && related(object, slot: slot, link: link, in: context).contains { $0._state.contains(.deleted) }
         }
+    }
+
+    /// Whether `object` (gone with a save's deletion) would point to a deleted object whose
+    /// relationship to it cascades, once it takes `unplaced`'s changes of it.
+    private func isReachedByCascade(
+        _ object: ManagedObject,
+        in context: ManagedObjectContext,
+        after unplaced: [ValuesChange]
+    ) -> Bool {
+        let slots = 0..<object.entity.columnCount
+        let values = slots.map { object._values[$0] }
+        defer {
+            for (slot, value) in zip(slots, values) {
+                object._values[slot] = value
+            }
+        }
+        for change in unplaced where change.object === object {
+            _ = applyToRemoved(change, skipping: [])
+        }
+        return isReachedByCascade(object, in: context)
+    }
+
+    /// Gives `loss.object` the reference to `loss.deleted` the undo meant to restore, now that
+    /// the deleted object is back (with the other references of the value that still exist).
+    ///
+    /// - Returns: The change made (`nil` if none).
+    private func restore(
+        _ loss: LostReference,
+        in context: ManagedObjectContext,
+        keeping comingBack: Set<ObjectID>
+    ) -> ValuesChange? {
+        let object = loss.object
+        let link = context.link(of: object, column: loss.slot)
+        let current = object._values[loss.slot]
+        let (target, _) = context.existingReferences(
+            loss.intended, previous: current, relationship: link.relationship,
+            destinationIndex: link.destinationIndex, keeping: comingBack)
+        guard !StoredValue.isSame(target, current) else { return nil }
+        context.writeForUndo(target, to: object, at: loss.slot)
+        return ValuesChange(
+            object: object, changes: [SlotChange(slot: loss.slot, old: current, new: target)],
+            baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)
     }
 
     /// The row slot and link of each of `object`'s relationships.
@@ -429,17 +507,57 @@ extension UndoManager {
             let object = loss.object
             let deleted = loss.deleted
             let link = context.link(of: object, column: loss.slot)
-            var entries: [UndoEntry] = []
+            var entries: [UndoGroup.Recorded] = []
             if link.inverse.deleteRule == .cascade, context.removeForUndo(object) {
                 applied.append(.deletion(object))
-                entries.append(.deletion(object))
+                entries.append(UndoGroup.Recorded(entry: .deletion(object), isSaveConsequence: false))
+                // The save would have cascaded on from the object: to what its own cascades reach
+                // (objects this group brings back with it, say).
+                var queue = [object]
+                var removed = [object]
+                while let source = queue.popLast() {
+                    for (slot, link) in links(of: source, in: context) where link.relationship.deleteRule == .cascade {
+                        for target in related(source, slot: slot, link: link, in: context)
+                        where context.removeForUndo(target) {
+                            applied.append(.deletion(target))
+                            entries.append(UndoGroup.Recorded(entry: .deletion(target), isSaveConsequence: false))
+                            queue.append(target)
+                            removed.append(target)
+                        }
+                    }
+                }
+                // And the objects that stay stop pointing to the ones removed (an object brought
+                // back under its permanent ID is discarded: no save applies its rules).
+                for gone in removed where gone._state.contains(.detached) {
+                    for (slot, link) in links(of: gone, in: context) {
+                        for target in related(gone, slot: slot, link: link, in: context)
+                        where !target._state.contains(.deleted) {
+                            let column = link.inverseColumn
+                            let before = target._values[column]
+                            let keys = RelationshipKeys.decode(translated(before, link.inverse))
+                            guard keys.contains(gone._objectID.rawValue) else { continue }
+                            let after = RelationshipKeys.encode(
+                                keys.filter { $0 != gone._objectID.rawValue }, for: link.inverse)
+                            context.writeForUndo(after, to: target, at: column)
+                            let change = ValuesChange(
+                                object: target, changes: [SlotChange(slot: column, old: before, new: after)],
+                                baseSnapshot: target._snapshot, baseVersion: target._snapshotVersion)
+                            applied.append(.values(change))
+                            // As a save's nullify: the link comes back only while the removed
+                            // object's side still has it (see `apply(_:in:keeping:mirroredOnly:lost:)`).
+                            entries.append(UndoGroup.Recorded(entry: .values(change), isSaveConsequence: true))
+                        }
+                    }
+                }
             }
             entries.append(
-                .values(
-                    ValuesChange(
-                        object: object,
-                        changes: [SlotChange(slot: loss.slot, old: loss.intended, new: object._values[loss.slot])],
-                        baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)))
+                UndoGroup.Recorded(
+                    entry: .values(
+                        ValuesChange(
+                            object: object,
+                            changes: [SlotChange(slot: loss.slot, old: loss.intended, new: object._values[loss.slot])],
+                            baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)),
+                    isSaveConsequence: false))
             let inverseSlot = link.inverseColumn
             let keys = RelationshipKeys.decode(translated(deleted._values[inverseSlot], link.inverse))
             let key = object._objectID.rawValue
@@ -447,18 +565,24 @@ extension UndoManager {
                 .first { $0.slot == inverseSlot }
             if let recorded {
                 entries.append(
-                    .values(
-                        ValuesChange(
-                            object: deleted, changes: [recorded], baseSnapshot: deleted._snapshot,
-                            baseVersion: deleted._snapshotVersion)))
+                    UndoGroup.Recorded(
+                        entry: .values(
+                            ValuesChange(
+                                object: deleted, changes: [recorded], baseSnapshot: deleted._snapshot,
+                                baseVersion: deleted._snapshotVersion)),
+                        isSaveConsequence: false))
             } else if !keys.contains(key) {
                 let linked = RelationshipKeys.encode(link.inverse.isToMany ? keys + [key] : [key], for: link.inverse)
                 entries.append(
-                    .values(
-                        ValuesChange(
-                            object: deleted,
-                            changes: [SlotChange(slot: inverseSlot, old: linked, new: deleted._values[inverseSlot])],
-                            baseSnapshot: deleted._snapshot, baseVersion: deleted._snapshotVersion)))
+                    UndoGroup.Recorded(
+                        entry: .values(
+                            ValuesChange(
+                                object: deleted,
+                                changes: [
+                                    SlotChange(slot: inverseSlot, old: linked, new: deleted._values[inverseSlot])
+                                ],
+                                baseSnapshot: deleted._snapshot, baseVersion: deleted._snapshotVersion)),
+                        isSaveConsequence: false))
             }
             appendToRemovalGroup(of: deleted, entries)
         }
@@ -481,7 +605,9 @@ extension UndoManager {
         } else if let index = redoStack.lastIndex(where: { $0.id == groupID }) {
             forget(in: &redoStack[index])
         }
-        removedBy[ObjectIdentifier(object)] = nil
+        if removedBy[ObjectIdentifier(object)] == groupID {
+            removedBy[ObjectIdentifier(object)] = nil
+        }
         removedByCascade.remove(ObjectIdentifier(object))
         undoneInsertions.insert(object._objectID)
     }
@@ -489,15 +615,15 @@ extension UndoManager {
     /// Appends `entries` to the group of the latest removal of `object`, if it is still on a
     /// stack; returns whether it was.
     @discardableResult
-    private func appendToRemovalGroup(of object: ManagedObject, _ entries: [UndoEntry]) -> Bool {
+    private func appendToRemovalGroup(of object: ManagedObject, _ entries: [UndoGroup.Recorded]) -> Bool {
         guard let groupID = removedBy[ObjectIdentifier(object)] else { return false }
         if let index = undoStack.lastIndex(where: { $0.id == groupID }) {
-            for entry in entries {
-                append(entry, to: &undoStack[index])
+            for recorded in entries {
+                append(recorded.entry, to: &undoStack[index], isSaveConsequence: recorded.isSaveConsequence)
             }
         } else if let index = redoStack.lastIndex(where: { $0.id == groupID }) {
-            for entry in entries {
-                append(entry, to: &redoStack[index])
+            for recorded in entries {
+                append(recorded.entry, to: &redoStack[index], isSaveConsequence: recorded.isSaveConsequence)
             }
         } else {
             return false
