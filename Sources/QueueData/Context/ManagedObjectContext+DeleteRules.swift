@@ -5,7 +5,31 @@ extension ManagedObjectContext {
     ///
     /// - Returns: The objects a deny rule protects; when there are any, nothing was changed.
     func propagateDeletes() -> [ValidationError.Failure] {
-        let roots = pendingDeletes.filter(Self.isPendingDelete)
+        propagateDeletes(of: pendingDeletes.filter(Self.isPendingDelete))
+    }
+
+    /// Applies the delete rules of the objects deleted since the context last processed its
+    /// changes, and of the objects pending deletion whose relationships changed since (a link
+    /// made to one, which its rules undo as the save would): called when the context
+    /// processes its changes with an undo manager, so that the group of a change holds
+    /// everything the delete rules change because of it (Core Data's
+    /// `propagatesDeletesAtEndOfEvent`). A deny rule refusing a deletion leaves it to the save,
+    /// which reports it.
+    func propagateDeletesOfEvent(_ undoManager: UndoManager) {
+        var propagated = Set<ObjectIdentifier>()
+        while true {
+            let roots = (changedSinceProcessing + undoManager.preImages.map(\.object)).filter { object in
+                !object.entity.relationships.isEmpty && Self.isPendingDelete(object)
+                    && propagated.insert(ObjectIdentifier(object)).inserted
+            }
+            guard !roots.isEmpty else { return }
+            _ = propagateDeletes(of: roots)
+        }
+    }
+
+    /// Applies the delete rules of `roots` (objects pending deletion); see
+    /// ``propagateDeletes()``.
+    private func propagateDeletes(of roots: [ManagedObject]) -> [ValidationError.Failure] {
         guard !roots.isEmpty, roots.contains(where: { !$0.entity.relationships.isEmpty }) else { return [] }
         // Every object the save will delete, following cascades, without changing anything yet.
         var doomed: [ManagedObject] = []

@@ -22,8 +22,9 @@ extension ManagedObjectContext {
     ///   in an earlier event and changed since, and setting a value back: in
     ///   ``ObjectsDidChange/updatedObjectIDs``.
     ///
-    /// Delete rules are not applied here: they run when the deletion is saved (see
-    /// ``DeleteRule``). Posts nothing when nothing changed.
+    /// Delete rules are applied here only in a context with an ``UndoManager`` (first, so that
+    /// the objects they change are reported too, and the undo group holds them): otherwise they
+    /// run when the deletion is saved (see ``DeleteRule``). Posts nothing when nothing changed.
     ///
     /// - Important: Call on the context's queue.
     public func processPendingChanges() {
@@ -36,6 +37,9 @@ extension ManagedObjectContext {
     /// ``processPendingChanges()`` without the entry check, for QueueData's own blocks.
     func processPendingChangesOnQueue() {
         if let undoManager = undoManagerValue {
+            if undoManager.applying == nil {
+                propagateDeletesOfEvent(undoManager)
+            }
             undoManager.recordPendingChanges()
         }
         guard !changedSinceProcessing.isEmpty else { return }

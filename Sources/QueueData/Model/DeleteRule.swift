@@ -1,5 +1,7 @@
 /// What deleting an object does to the objects a relationship points to, applied when the
-/// deletion is saved (Core Data's delete rules).
+/// deletion is saved (Core Data's delete rules); in a context with an ``UndoManager``, already
+/// at the end of the block that deletes (as Core Data's `propagatesDeletesAtEndOfEvent`), so
+/// that the deletion's undo group holds everything the rules change.
 public enum DeleteRule: String, Sendable, Hashable, Codable, CaseIterable {
     /// The related objects stay; their inverse relationship stops pointing to the deleted
     /// object. The default.

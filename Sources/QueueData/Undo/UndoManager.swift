@@ -25,6 +25,11 @@ import Foundation
 /// ``beginUndoGrouping()``/``endUndoGrouping()`` group several blocks or split one. Merges of
 /// other contexts' saves, refreshes and the context's own save never become undoable actions.
 ///
+/// A context with an undo manager applies delete rules at the end of each event rather than at
+/// the save (as Core Data's `propagatesDeletesAtEndOfEvent`): the group of a deletion holds
+/// what its cascades delete and the inverses it nullifies, so one undo brings them all back,
+/// linked. A deny rule refusing the deletion leaves it to the save, which reports it.
+///
 /// Undoing changes the context like any other change: after a save, an undo is a new change
 /// to save (an undone insertion deletes the object, an undone deletion inserts it again under
 /// its ID). What another context did is never undone:

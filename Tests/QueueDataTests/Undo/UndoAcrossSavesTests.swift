@@ -129,44 +129,6 @@ struct UndoAcrossSavesTests {
     }
 
     @Test(
-        "undoing a change of an ordered relationship that a saved deletion's rules changed since gives back its order",
-        arguments: LifecycleStore.allCases)
-    func undoKeepsOrderOverSavedDeletion(_ store: LifecycleStore) throws {
-        let directory = TemporaryDirectory("undo-order-\(store)")
-        let manager = undoModelManager(store, directory)
-        let context = try makeContext(manager, "undo")
-        let sketchID = try context.performAndWait {
-            let sketch = context.insert(Sketch.self)
-            sketch.uid = "s1"
-            for uid in ["l1", "l2", "l3"] {
-                let layer = context.insert(Layer.self)
-                layer.uid = uid
-                sketch.layers.append(layer)
-            }
-            try context.save()
-            context.undoManager = UndoManager()
-            return sketch.objectID
-        }
-        // Delete l1 (its rule takes it out of the layers when saved), then take l2 out, and save:
-        // the first group records the rule's change, so the second no longer matches.
-        context.performAndWait { context.delete((context.object(with: sketchID) as! Sketch).layers[0]) }
-        try context.performAndWait {
-            let sketch = context.object(with: sketchID) as! Sketch
-            sketch.layers.remove(at: 1)
-            try context.save()
-        }
-        context.performAndWait {
-            let sketch = context.object(with: sketchID) as! Sketch
-            #expect(sketch.layers.map(\.uid) == ["l3"])
-            context.undo()
-            #expect(sketch.layers.map(\.uid) == ["l2", "l3"])
-            context.undo()
-            #expect(sketch.layers.map(\.uid) == ["l1", "l2", "l3"])
-        }
-        manager.close()
-    }
-
-    @Test(
         "undoing a group that inserted and deleted a layer of a saved sketch leaves nothing to save",
         arguments: LifecycleStore.allCases)
     func undoLeavesNoNetChange(_ store: LifecycleStore) throws {
@@ -186,48 +148,6 @@ struct UndoAcrossSavesTests {
             context.undo()
             #expect(!context.hasChanges, "updated: \(context.updatedObjects.map(UndoRandomTests.uid))")
         }
-        manager.close()
-    }
-
-    @Test(
-        "undoing a link to an object this context's save deleted applies that deletion's rule; undoing it restores both",
-        arguments: LifecycleStore.allCases)
-    func undoOverOwnSavedDeletion(_ store: LifecycleStore) throws {
-        let directory = TemporaryDirectory("undo-own-deletion-\(store)")
-        let manager = undoModelManager(store, directory)
-        let context = try makeContext(manager, "undo")
-        let (_, sketchID) = try UndoTests.seed(context)
-        context.performAndWait { context.undoManager = UndoManager() }
-        let before = try UndoRandomTests.storedSignature(manager)
-        // Delete the sketch (its layers cascade), then take its first layer out of it and save:
-        // the save deletes the sketch and its other layer, and keeps the first.
-        let layerID = context.performAndWait {
-            let sketch = context.object(with: sketchID) as! Sketch
-            let layer = sketch.layers[0]
-            context.delete(sketch)
-            return layer.objectID
-        }
-        try context.performAndWait {
-            (context.object(with: layerID) as! Layer).sketch = nil
-            try context.save()
-        }
-        try context.performAndWait {
-            // The layer would go back to the sketch this context deleted: as the save would have
-            // done then, the sketch's cascade deletes it. Not another context's deletion.
-            let outcome = context.undo()
-            #expect(outcome.deletedObjectIDs.isEmpty)
-            let layer = context.object(with: layerID) as! Layer
-            #expect(layer.isDeleted && layer.sketch == nil)
-            try context.save()
-            context.redo()
-            #expect(!layer.isDeleted && layer.sketch == nil)
-            context.undo()
-            #expect(context.undo().deletedObjectIDs.isEmpty)
-            let sketch = context.object(with: sketchID) as! Sketch
-            #expect(sketch.layers.map(\.uid).sorted() == ["l0", "l1"] && !layer.isDeleted)
-            try context.save()
-        }
-        UndoRandomTests.expectEqual(try UndoRandomTests.storedSignature(manager), before, "both undone")
         manager.close()
     }
 }
