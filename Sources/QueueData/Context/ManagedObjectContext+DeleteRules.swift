@@ -9,22 +9,58 @@ extension ManagedObjectContext {
     }
 
     /// Applies the delete rules of the objects deleted since the context last processed its
-    /// changes, and of the objects pending deletion whose relationships changed since (a link
-    /// made to one, which its rules undo as the save would): called when the context
-    /// processes its changes with an undo manager, so that the group of a change holds
+    /// changes, and of the objects pending deletion that were linked to since: called when the
+    /// context processes its changes with an undo manager, so that the group of a change holds
     /// everything the delete rules change because of it (Core Data's
     /// `propagatesDeletesAtEndOfEvent`). A deny rule refusing a deletion leaves it to the save,
     /// which reports it.
+    ///
+    /// A link made to an object deleted in an earlier event does not stay: the deleted object's
+    /// rule applies to the object linked (a cascade deletes it, a nullify lets it go) and both
+    /// sides forget the link, so no group ever holds a link to an object that was already
+    /// deleted when it was made (which no undo of the deletion could put back in order). A deny
+    /// rule keeps the link, for the save to refuse.
     func propagateDeletesOfEvent(_ undoManager: UndoManager) {
         var propagated = Set<ObjectIdentifier>()
+        let deletedNow = Set(changedSinceProcessing.lazy.filter(Self.isPendingDelete).map(ObjectIdentifier.init))
         while true {
-            let roots = (changedSinceProcessing + undoManager.preImages.map(\.object)).filter { object in
+            var roots = (changedSinceProcessing + undoManager.preImages.map(\.object)).filter { object in
                 !object.entity.relationships.isEmpty && Self.isPendingDelete(object)
                     && propagated.insert(ObjectIdentifier(object)).inserted
             }
             guard !roots.isEmpty else { return }
+            for root in roots where !deletedNow.contains(ObjectIdentifier(root)) {
+                guard let image = undoManager.preImages.first(where: { $0.object === root }) else { continue }
+                roots += dropLinksMade(to: root, since: image.values)
+            }
             _ = propagateDeletes(of: roots)
         }
+    }
+
+    /// Undoes the links made to `deleted` (pending deletion since an earlier event) since it
+    /// held `values`, as its delete rules would have had the links been there when it was
+    /// deleted: the objects its cascades reach are deleted (returned, for their own rules),
+    /// the others let go; a deny rule's links stay.
+    private func dropLinksMade(to deleted: ManagedObject, since values: [StoredValue]) -> [ManagedObject] {
+        var cascaded: [ManagedObject] = []
+        let key = deleted._objectID.rawValue
+        forEachRelationship(of: deleted) { column, link in
+            guard link.relationship.deleteRule != .deny else { return }
+            let before = Set(RelationshipKeys.decode(values[column]))
+            let added = RelationshipKeys.decode(deleted._values[column]).filter { !before.contains($0) }
+            guard !added.isEmpty else { return }
+            for target in objects(entityIndex: link.destinationIndex, keys: added) {
+                removeKey(target._objectID.rawValue, from: deleted, column: column, relationship: link.relationship)
+                removeKey(key, from: target, column: link.inverseColumn, relationship: link.inverse)
+                if link.relationship.deleteRule == .cascade, !target._state.contains(.deleted) {
+                    delete(target)
+                    if Self.isPendingDelete(target) {
+                        cascaded.append(target)
+                    }
+                }
+            }
+        }
+        return cascaded
     }
 
     /// Applies the delete rules of `roots` (objects pending deletion); see

@@ -75,6 +75,10 @@ struct UndoCascadeTests {
             // let go of it (nullify); that is the second group.
             #expect(context.object(with: layerID) == nil)
             #expect((context.object(with: labelID) as! Mark).sketches.isEmpty)
+            // Neither side keeps the link: the deleted sketch holds what it held when deleted.
+            let deleted = context.object(with: sketchID) as! Sketch
+            #expect(deleted.isDeleted && deleted.labels.map(\.uid) == ["t1"])
+            #expect(deleted.layers.map(\.uid) == ["l0", "l1"])
             #expect(context.undoManager!.undoStack.count == 2)
             try context.save()
             context.undo()

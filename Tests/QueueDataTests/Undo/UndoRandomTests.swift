@@ -196,7 +196,7 @@ struct UndoRandomTests {
         let sketches = live(Sketch.self)
         let layers = live(Layer.self)
         let labels = live(Mark.self)
-        switch Int.random(in: 0..<14, using: &random) {
+        switch Int.random(in: 0..<15, using: &random) {
         case 0:
             let album = context.insert(Album.self)
             album.uid = newUID("a")
@@ -262,6 +262,26 @@ struct UndoRandomTests {
             guard let victim = all.randomElement(using: &random) else { return "-" }
             context.delete(victim)
             return "×\(uid(victim))"
+        case 14:
+            // A link to an object pending deletion: its rules undo it at the end of the block (a
+            // layer put into a deleted sketch goes with it, a label lets go of it).
+            let deleted = context.registeredObjects.filter(\.isDeleted).sorted { Self.uid($0) < Self.uid($1) }
+            if let sketch = deleted.compactMap({ $0 as? Sketch }).randomElement(using: &random),
+                random.next() % 2 == 0
+            {
+                if let layer = layers.randomElement(using: &random), random.next() % 2 == 0 {
+                    layer.sketch = sketch
+                    return "\(layer.uid).sketch=\(sketch.uid)(deleted)"
+                }
+                guard let label = labels.randomElement(using: &random) else { return "-" }
+                label.sketches.insert(sketch)
+                return "\(label.uid).sketches+\(sketch.uid)(deleted)"
+            }
+            guard let album = deleted.compactMap({ $0 as? Album }).randomElement(using: &random),
+                let sketch = sketches.randomElement(using: &random)
+            else { return "-" }
+            sketch.album = album
+            return "\(sketch.uid).album=\(album.uid)(deleted)"
         case 12:
             guard let album = albums.randomElement(using: &random) else { return "-" }
             album.name = "renamed \(random.next() % 100)"
