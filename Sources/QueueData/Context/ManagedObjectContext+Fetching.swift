@@ -339,25 +339,7 @@ extension ManagedObjectContext {
 extension TableSnapshot {
     /// Whether a live row with `primaryKey` exists.
     func contains(primaryKey: Int64) -> Bool {
-        for chunk in chunks {
-            guard let first = chunk.first, let last = chunk.last,
-                first.primaryKey <= primaryKey, primaryKey <= last.primaryKey
-            else { continue }
-            var low = 0
-            var high = chunk.count
-            while low < high {
-                let middle = (low + high) / 2
-                if chunk[middle].primaryKey == primaryKey {
-                    return !chunk[middle].isDeleted
-                } else if chunk[middle].primaryKey < primaryKey {
-                    low = middle + 1
-                } else {
-                    high = middle
-                }
-            }
-            return false
-        }
-        return false
+        row(for: primaryKey) != nil
     }
 }
 

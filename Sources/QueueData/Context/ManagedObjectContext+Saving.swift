@@ -249,6 +249,8 @@ extension ManagedObjectContext {
             object.didSave()
         }
 
+        postedSaveChanges = outcome.changes
+        defer { postedSaveChanges = nil }
         NotificationCenter.default.post(
             name: Self.didSaveNotification, object: self, userInfo: [SaveChanges.userInfoKey: outcome.changes])
     }

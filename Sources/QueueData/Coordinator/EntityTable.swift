@@ -11,14 +11,22 @@ struct CommittedRow: Sendable {
 
 /// The committed rows of one entity, in primary-key order.
 ///
-/// Rows live in fixed-size chunks so that a snapshot (what a fetch iterates) is a copy of
-/// the chunk list, and the next commit copies only the chunks it touches. Deleted rows stay
-/// as tombstones until there are more of them than live rows. Lookups by primary key are
-/// binary searches: keys only grow, so appending keeps the order.
+/// Rows live in fixed-size chunks, and chunks in fixed-size groups, so that a snapshot (what a
+/// fetch iterates) shares them all, and the next commit copies only the chunk it touches, its
+/// group's list of chunks and the list of groups: a one-row change copies a few hundred
+/// references whatever the size of the table (one level of 1,024-row chunks copied 1,024 rows
+/// and a list growing with the table). Deleted rows stay as tombstones until there are more of
+/// them than live rows. Lookups by primary key are binary searches: keys only grow, so
+/// appending keeps the order.
 struct EntityTable: Sendable {
-    static let chunkCapacity = 1024
+    /// Rows per chunk, and chunks per group (powers of two: positions split with shifts).
+    static let chunkCapacity = 128
+    static let groupCapacity = 128
+    static let rowsPerGroup = chunkCapacity * groupCapacity
 
-    private(set) var chunks: [[CommittedRow]] = []
+    /// Groups of chunks of rows: row `p` is at `[p / rowsPerGroup][p / chunkCapacity %
+    /// groupCapacity][p % chunkCapacity]`. Every group and chunk is full but the last.
+    private(set) var chunks: [[[CommittedRow]]] = []
     private(set) var liveCount = 0
     private var storedCount = 0
     /// The next primary key to hand out.
@@ -35,9 +43,11 @@ struct EntityTable: Sendable {
     mutating func index(columns: [Int]) {
         indexes = columns.map(ColumnIndex.init(column:))
         guard !indexes.isEmpty else { return }
-        for chunk in chunks {
-            for row in chunk where !row.isDeleted {
-                addToIndexes(row)
+        for group in chunks {
+            for chunk in group {
+                for row in chunk where !row.isDeleted {
+                    addToIndexes(row)
+                }
             }
         }
     }
@@ -64,11 +74,15 @@ struct EntityTable: Sendable {
     /// Appends a row whose key is greater than every key in the table.
     mutating func append(_ row: CommittedRow) {
         precondition(storedCount == 0 || self[storedCount - 1].primaryKey < row.primaryKey)
-        if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkCapacity {
+        if storedCount % Self.rowsPerGroup == 0 {
             chunks.append([])
-            chunks[chunks.count - 1].reserveCapacity(Self.chunkCapacity)
         }
-        chunks[chunks.count - 1].append(row)
+        let group = chunks.count - 1
+        if storedCount % Self.chunkCapacity == 0 {
+            chunks[group].append([])
+            chunks[group][chunks[group].count - 1].reserveCapacity(Self.chunkCapacity)
+        }
+        chunks[group][chunks[group].count - 1].append(row)
         storedCount += 1
         liveCount += 1
         if !indexes.isEmpty && !row.isDeleted {
@@ -111,7 +125,7 @@ struct EntityTable: Sendable {
             append(row)
         } else {
             // Its tombstone was compacted away: rebuild with the row in its place (rare).
-            var rows = chunks.joined().filter { !$0.isDeleted }
+            var rows = chunks.joined().joined().filter { !$0.isDeleted }
             rows.append(row)
             let columns = indexes.map(\.column)
             self = EntityTable(rows: rows, nextPrimaryKey: nextPrimaryKey)
@@ -144,8 +158,14 @@ struct EntityTable: Sendable {
     init() {}
 
     private subscript(position: Int) -> CommittedRow {
-        get { chunks[position / Self.chunkCapacity][position % Self.chunkCapacity] }
-        set { chunks[position / Self.chunkCapacity][position % Self.chunkCapacity] = newValue }
+        get {
+            chunks[position / Self.rowsPerGroup][position / Self.chunkCapacity % Self.groupCapacity][
+                position % Self.chunkCapacity]
+        }
+        set {
+            chunks[position / Self.rowsPerGroup][position / Self.chunkCapacity % Self.groupCapacity][
+                position % Self.chunkCapacity] = newValue
+        }
     }
 
     private func position(of primaryKey: Int64) -> Int? {
@@ -165,12 +185,12 @@ struct EntityTable: Sendable {
         return nil
     }
 
-    /// Drops tombstones once they outnumber live rows (and fill at least a chunk), so that
+    /// Drops tombstones once they outnumber live rows (and are at least 1,024), so that
     /// scans stay proportional to the live data.
     private mutating func compactIfNeeded() {
         let tombstones = storedCount - liveCount
-        guard tombstones >= Self.chunkCapacity, tombstones > liveCount else { return }
-        let live = chunks.joined().filter { !$0.isDeleted }
+        guard tombstones >= 1024, tombstones > liveCount else { return }
+        let live = chunks.joined().joined().filter { !$0.isDeleted }
         let next = nextPrimaryKey
         let indexes = self.indexes
         self = EntityTable()
@@ -185,7 +205,8 @@ struct EntityTable: Sendable {
 
 /// An immutable view of an entity's committed rows at one moment.
 struct TableSnapshot: Sendable {
-    let chunks: [[CommittedRow]]
+    /// Groups of chunks of rows, as ``EntityTable`` lays them out.
+    let chunks: [[[CommittedRow]]]
     let liveCount: Int
     /// The indexes of the entity's indexed columns, for these rows.
     var indexes: [ColumnIndex] = []
@@ -206,7 +227,8 @@ struct TableSnapshot: Sendable {
         var high = storedCount
         while low < high {
             let middle = (low + high) / 2
-            let row = chunks[middle / EntityTable.chunkCapacity][middle % EntityTable.chunkCapacity]
+            let row = chunks[middle / EntityTable.rowsPerGroup][
+                middle / EntityTable.chunkCapacity % EntityTable.groupCapacity][middle % EntityTable.chunkCapacity]
             if row.primaryKey == primaryKey {
                 return row.isDeleted ? nil : row
             } else if row.primaryKey < primaryKey {
@@ -221,9 +243,11 @@ struct TableSnapshot: Sendable {
     /// Calls `body` with every live row, in primary-key order.
     @inline(__always)
     func forEachLiveRow(_ body: (CommittedRow) throws -> Void) rethrows {
-        for chunk in chunks {
-            for row in chunk where !row.isDeleted {
-                try body(row)
+        for group in chunks {
+            for chunk in group {
+                for row in chunk where !row.isDeleted {
+                    try body(row)
+                }
             }
         }
     }

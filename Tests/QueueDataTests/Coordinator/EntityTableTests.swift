@@ -61,4 +61,47 @@ struct EntityTableTests {
         #expect(values[20] == .integer(20))
         #expect(values[5_000] == nil)
     }
+
+    @Test("rows across several groups of chunks: lookups, changes and snapshots match a dictionary")
+    func acrossGroups() {
+        var generator = SeededGenerator(seed: 17)
+        var table = EntityTable()
+        var model: [Int64: Int64] = [:]
+        let rowCount = EntityTable.rowsPerGroup * 2 + EntityTable.chunkCapacity + 5
+        for key in 1...Int64(rowCount) {
+            table.append(CommittedRow(primaryKey: key * 2, version: 1, values: [.integer(key)]))
+            model[key * 2] = 1
+        }
+        let before = table.snapshot
+        let keys = model.keys.sorted()
+        for _ in 0..<5_000 {
+            let key = keys.randomElement(using: &generator)!
+            guard let version = model[key] else { continue }
+            if Bool.random(using: &generator) {
+                table.replace(with: CommittedRow(primaryKey: key, version: version + 1, values: [.integer(-key)]))
+                model[key] = version + 1
+            } else {
+                let removed = table.remove(key)
+                #expect(removed)
+                model[key] = nil
+            }
+        }
+        let after = table.snapshot
+        var seen: [Int64] = []
+        after.forEachLiveRow { seen.append($0.primaryKey) }
+        #expect(seen == model.keys.sorted())
+        for key in keys where key % 7 == 0 || key > Int64(rowCount * 2 - 300) {
+            #expect(table.row(for: key)?.version == model[key])
+            #expect(after.row(for: key)?.version == model[key])
+            #expect(before.row(for: key)?.version == 1, "the earlier snapshot keeps its rows")
+            #expect(table.row(for: key + 1) == nil)
+        }
+        var unchanged = 0
+        before.forEachLiveRow { row in
+            if row.version == 1, row.values == [.integer(row.primaryKey / 2)] {
+                unchanged += 1
+            }
+        }
+        #expect(unchanged == rowCount)
+    }
 }
