@@ -65,7 +65,7 @@ extension ManagedObjectContext {
 
     /// Applies the delete rules of `roots` (objects pending deletion); see
     /// ``propagateDeletes()``.
-    private func propagateDeletes(of roots: [ManagedObject]) -> [ValidationError.Failure] {
+    func propagateDeletes(of roots: [ManagedObject]) -> [ValidationError.Failure] {
         guard !roots.isEmpty, roots.contains(where: { !$0.entity.relationships.isEmpty }) else { return [] }
         // Every object the save will delete, following cascades, without changing anything yet.
         var doomed: [ManagedObject] = []

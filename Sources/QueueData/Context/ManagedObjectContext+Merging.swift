@@ -56,7 +56,9 @@ extension ManagedObjectContext {
     /// Merges a save of another context into this one (when automatic merging is off).
     ///
     /// Updated objects take the new committed values of the attributes they have not changed
-    /// locally (local unsaved edits stay); deleted objects leave the context; inserted objects
+    /// locally (local unsaved edits stay); deleted objects leave the context, and their delete
+    /// rules apply to the links this context made to them and has not saved (a cascade deletes
+    /// the linking object, any other rule lets it go; not an undoable action); inserted objects
     /// become fetchable. Saves older than what the context already has are ignored, so merges
     /// may arrive in any order. Posts ``objectsDidChangeNotification`` when something changed.
     ///
@@ -89,11 +91,48 @@ extension ManagedObjectContext {
         return taken
     }
 
+    /// Applies the delete rules of objects another context's save deleted to the objects here
+    /// that still point to them — links this context made and has not saved (a layer it put into
+    /// a sketch the other context deleted): a cascade deletes the object (an unsaved insert is
+    /// discarded), any other rule lets it go, as Core Data's merge deletes the object in the
+    /// receiving context. Links the other save knew about arrived with its rows already.
+    /// Nothing here becomes an undoable action.
+    private func applyMergedDeletionRules(_ gone: [ManagedObject]) {
+        let undoManager = undoManagerValue
+        undoManager?.disabledCount += 1
+        defer { undoManager?.disabledCount -= 1 }
+        var cascaded: [ManagedObject] = []
+        for object in gone {
+            let key = object._objectID.rawValue
+            let entity = object.entity
+            guard !entity.relationships.isEmpty, let entityIndex = object._objectID.key.entityIndex else { continue }
+            for (offset, link) in model.relationshipLinks[entityIndex].enumerated() {
+                let keys = RelationshipKeys.decode(object._values[entity.attributes.count + offset])
+                for targetKey in keys {
+                    guard let target = registry[link.destinationIndex][targetKey],
+                        RelationshipKeys.decode(target._values[link.inverseColumn]).contains(key)
+                    else { continue }
+                    removeKey(key, from: target, column: link.inverseColumn, relationship: link.inverse)
+                    if link.relationship.deleteRule == .cascade, !target._state.contains(.deleted) {
+                        delete(target)
+                        if Self.isPendingDelete(target) {
+                            cascaded.append(target)
+                        }
+                    }
+                }
+            }
+        }
+        if !cascaded.isEmpty {
+            _ = propagateDeletes(of: cascaded)
+        }
+    }
+
     func merge(_ changes: SaveChanges) {
         // The context's own changes so far are reported first, in the order they happened.
         processPendingChangesOnQueue()
         let updated = takeCommittedRows(changes.updated, byOwnSave: false)
         var deleted: [ObjectID] = []
+        var gone: [ManagedObject] = []
         for objectID in changes.deleted {
             guard let entityIndex = entityIndex(of: objectID),
                 let object = registry[entityIndex][objectID.rawValue]
@@ -101,6 +140,10 @@ extension ManagedObjectContext {
             unregister(object)
             object._state = [.deleted, .detached]
             deleted.append(objectID)
+            gone.append(object)
+        }
+        if gone.contains(where: { !$0.entity.relationships.isEmpty }) {
+            applyMergedDeletionRules(gone)
         }
         let visible = ObjectsDidChange(
             inserted: changes.inserted, updated: updated, deleted: deleted, mergedSave: changes)

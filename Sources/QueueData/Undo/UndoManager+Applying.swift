@@ -81,6 +81,8 @@ extension UndoManager {
         }
         // Objects whose values or deletion changed: unchanged again if back to their committed values.
         var touched: [ManagedObject] = []
+        // Unsaved objects this group takes away (no save will apply their rules).
+        var discarded: [ManagedObject] = []
         var lost: [LostReference] = []
         var unplaced: [ValuesChange] = []
         for recorded in group.entries.reversed() {
@@ -89,6 +91,9 @@ extension UndoManager {
                 removedNow.insert(ObjectIdentifier(object))
                 if context.removeForUndo(object) {
                     applied.append(.deletion(object))
+                    if object._state.contains(.detached) {
+                        discarded.append(object)
+                    }
                 } else if object._state.contains(.detached), let creation = insertedBy[ObjectIdentifier(object)] {
                     // Gone already through a deletion a group older than its creation holds (a
                     // save's delete rules reached it, and join the group of the deletion they
@@ -191,6 +196,16 @@ extension UndoManager {
             deleted.formUnion(dropMissingReferences(of: object, in: context, keeping: comingBack, lost: &freedLost))
         }
         settle(freedLost, [], in: context, applied: &applied)
+        consequences += repeatElement(false, count: applied.count - consequences.count)
+        // Links other contexts' saves made to an object taken away here, which the group did not
+        // record: the objects let go of it (they are not deleted with it: an undo never deletes
+        // what another context made), and applying the other way links them again.
+        for object in discarded where object._state.contains(.detached) {
+            for change in detach(object, in: context) {
+                touched.append(change.object)
+                applied.append(.values(change))
+            }
+        }
         consequences += repeatElement(false, count: applied.count - consequences.count)
         // Also the objects the group changed and changed back within one event (a layer
         // inserted into a sketch and deleted again): no change of theirs was recorded, yet they
@@ -529,24 +544,11 @@ extension UndoManager {
                 // And the objects that stay stop pointing to the ones removed (an object brought
                 // back under its permanent ID is discarded: no save applies its rules).
                 for gone in removed where gone._state.contains(.detached) {
-                    for (slot, link) in links(of: gone, in: context) {
-                        for target in related(gone, slot: slot, link: link, in: context)
-                        where !target._state.contains(.deleted) {
-                            let column = link.inverseColumn
-                            let before = target._values[column]
-                            let keys = RelationshipKeys.decode(translated(before, link.inverse))
-                            guard keys.contains(gone._objectID.rawValue) else { continue }
-                            let after = RelationshipKeys.encode(
-                                keys.filter { $0 != gone._objectID.rawValue }, for: link.inverse)
-                            context.writeForUndo(after, to: target, at: column)
-                            let change = ValuesChange(
-                                object: target, changes: [SlotChange(slot: column, old: before, new: after)],
-                                baseSnapshot: target._snapshot, baseVersion: target._snapshotVersion)
-                            applied.append(.values(change))
-                            // As a save's nullify: the link comes back only while the removed
-                            // object's side still has it (see `apply(_:in:keeping:mirroredOnly:lost:)`).
-                            entries.append(UndoGroup.Recorded(entry: .values(change), isSaveConsequence: true))
-                        }
+                    for change in detach(gone, in: context) {
+                        applied.append(.values(change))
+                        // As a save's nullify: the link comes back only while the removed
+                        // object's side still has it (see `apply(_:in:keeping:mirroredOnly:lost:)`).
+                        entries.append(UndoGroup.Recorded(entry: .values(change), isSaveConsequence: true))
                     }
                 }
             }
@@ -586,6 +588,29 @@ extension UndoManager {
             }
             appendToRemovalGroup(of: deleted, entries)
         }
+    }
+
+    /// Makes the objects that stay stop pointing to `gone` (taken away, and never to be saved:
+    /// no save applies its rules).
+    ///
+    /// - Returns: The changes made.
+    private func detach(_ gone: ManagedObject, in context: ManagedObjectContext) -> [ValuesChange] {
+        var changes: [ValuesChange] = []
+        for (slot, link) in links(of: gone, in: context) {
+            for target in related(gone, slot: slot, link: link, in: context) where !target._state.contains(.deleted) {
+                let column = link.inverseColumn
+                let before = target._values[column]
+                let keys = RelationshipKeys.decode(translated(before, link.inverse))
+                guard keys.contains(gone._objectID.rawValue) else { continue }
+                let after = RelationshipKeys.encode(keys.filter { $0 != gone._objectID.rawValue }, for: link.inverse)
+                context.writeForUndo(after, to: target, at: column)
+                changes.append(
+                    ValuesChange(
+                        object: target, changes: [SlotChange(slot: column, old: before, new: after)],
+                        baseSnapshot: target._snapshot, baseVersion: target._snapshotVersion))
+            }
+        }
+        return changes
     }
 
     /// Takes out of the group `groupID` (on either stack) the removal of `object`, whose
