@@ -39,6 +39,8 @@ import Foundation
 ///   added, keeping what merges added or removed;
 /// - an object another context deleted is not brought back, references to it are not
 ///   restored, and the ``UndoOutcome`` of ``undo()`` names it;
+/// - objects another context's save linked to an unsaved object an undo takes away let go of it
+///   (they are not taken away with it);
 /// - a reference to an object this context's own save deleted (in an older group) is not
 ///   restored either, but that object's delete rule applies as the save would have applied it
 ///   (a cascade deletes the object the undo restores), and undoing the deletion's group brings

@@ -55,17 +55,17 @@ struct UndoMergeRandomTests {
                     default:
                         let steps = try other.performAndWait {
                             try Self.registerEverything(other)
-                            let steps = (0..<Int.random(in: 1...2, using: &random)).map { _ in
+                            return (0..<Int.random(in: 1...2, using: &random)).map { _ in
                                 UndoRandomTests.randomStep(other, &random, &counter)
                             }
-                            try other.save()
-                            return steps
                         }
                         log.append("other(\(steps.joined(separator: ",")))+save")
+                        try other.performAndWait { try other.save() }
                         flush(mine)
                         try Self.expectInStep(manager, "round \(round), after \(log.joined(separator: " "))")
                     }
                 }
+                log.append("undo all+save")
                 try mine.performAndWait {
                     while mine.undoManager!.canUndo {
                         mine.undo()
