@@ -34,6 +34,11 @@ extension ManagedObjectContext {
                 roots += dropLinksMade(to: root, since: image.values)
             }
             _ = propagateDeletes(of: roots)
+            // What the rules deleted was propagated with its roots: applying its rules on its
+            // own would detach it from the deleted objects that took it along.
+            for object in changedSinceProcessing where Self.isPendingDelete(object) {
+                propagated.insert(ObjectIdentifier(object))
+            }
         }
     }
 
