@@ -81,7 +81,13 @@ extension ManagedObjectContext {
             doomed.append(object)
             forEachRelationship(of: object) { column, link in
                 guard link.relationship.deleteRule == .cascade else { return }
-                queue += relatedObjects(of: object, column: column).filter { !$0._state.contains(.detached) }
+                // Only objects that point back: a link the other side has let go of (a merge
+                // kept its local change) is not one, and must not take that object along.
+                let key = object._objectID.rawValue
+                queue += relatedObjects(of: object, column: column).filter {
+                    !$0._state.contains(.detached)
+                        && RelationshipKeys.decode($0._values[link.inverseColumn]).contains(key)
+                }
             }
         }
         var failures: [ValidationError.Failure] = []

@@ -197,6 +197,17 @@ extension UndoManager {
         }
         settle(freedLost, [], in: context, applied: &applied)
         consequences += repeatElement(false, count: applied.count - consequences.count)
+        // A link the group put back on one side only, because a merge changed the other side
+        // since (the merge wins there: a layer another context moved into its sketch keeps that
+        // sketch), is taken out again, so that both sides agree.
+        for entry in applied {
+            guard case .values(let change) = entry else { continue }
+            for done in unmirroredLinks(of: change, in: context) {
+                touched.append(done.object)
+                applied.append(.values(done))
+            }
+        }
+        consequences += repeatElement(false, count: applied.count - consequences.count)
         // Links other contexts' saves made to an object taken away here, which the group did not
         // record: the objects let go of it (they are not deleted with it: an undo never deletes
         // what another context made), and applying the other way links them again.
@@ -588,6 +599,38 @@ extension UndoManager {
             }
             appendToRemovalGroup(of: deleted, entries)
         }
+    }
+
+    /// The keys `change` added to `change.object`'s relationships whose objects (live, here) do
+    /// not point back, taken out again.
+    ///
+    /// - Returns: The changes made (at most one).
+    private func unmirroredLinks(of change: ValuesChange, in context: ManagedObjectContext) -> [ValuesChange] {
+        let object = change.object
+        guard !object._state.contains(.detached), !object._state.contains(.deleted) else { return [] }
+        var done = ValuesChange(
+            object: object, changes: [], baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)
+        for slotChange in change.changes {
+            guard let relationship = object.entity.relationship(atSlot: slotChange.slot) else { continue }
+            let link = context.link(of: object, column: slotChange.slot)
+            let before = Set(RelationshipKeys.decode(translated(slotChange.old, relationship)))
+            let current = object._values[slotChange.slot]
+            let keys = RelationshipKeys.decode(translated(current, relationship))
+            let added = keys.filter { !before.contains($0) }
+            guard !added.isEmpty else { continue }
+            let key = object._objectID.rawValue
+            let stray = Set(
+                context.objects(entityIndex: link.destinationIndex, keys: added).filter { target in
+                    !target._state.contains(.deleted) && !target._state.contains(.detached)
+                        && !RelationshipKeys.decode(translated(target._values[link.inverseColumn], link.inverse))
+                            .contains(key)
+                }.map { $0._objectID.rawValue })
+            guard !stray.isEmpty else { continue }
+            let value = RelationshipKeys.encode(keys.filter { !stray.contains($0) }, for: relationship)
+            context.writeForUndo(value, to: object, at: slotChange.slot)
+            done.changes.append(SlotChange(slot: slotChange.slot, old: current, new: value))
+        }
+        return done.changes.isEmpty ? [] : [done]
     }
 
     /// Makes the objects that stay stop pointing to `gone` (taken away, and never to be saved:
