@@ -36,7 +36,8 @@ import Foundation
 /// - an attribute or to-one relationship is set back only if it still holds the value the
 ///   undone change gave it (a merge that changed it since wins);
 /// - a to-many relationship gets back the objects the change removed and loses the ones it
-///   added, keeping what merges added or removed;
+///   added, keeping what merges added or removed (an object a merge moved elsewhere since is
+///   not put back: both sides of a link agree);
 /// - an object another context deleted is not brought back, references to it are not
 ///   restored, and the ``UndoOutcome`` of ``undo()`` names it;
 /// - objects another context's save linked to an unsaved object an undo takes away let go of it
