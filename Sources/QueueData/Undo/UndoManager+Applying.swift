@@ -601,36 +601,59 @@ extension UndoManager {
         }
     }
 
-    /// The keys `change` added to `change.object`'s relationships whose objects (live, here) do
-    /// not point back, taken out again.
+    /// Makes both sides of the links `change` changed agree where a merge kept one side (the
+    /// merge wins): a key the change added whose object (live, here) does not point back is
+    /// taken out again; a key it removed whose object still points back is put back (or, for a
+    /// to-one that points elsewhere now, that object lets go).
     ///
-    /// - Returns: The changes made (at most one).
+    /// - Returns: The changes made.
     private func unmirroredLinks(of change: ValuesChange, in context: ManagedObjectContext) -> [ValuesChange] {
         let object = change.object
         guard !object._state.contains(.detached), !object._state.contains(.deleted) else { return [] }
         var done = ValuesChange(
             object: object, changes: [], baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)
+        var others: [ValuesChange] = []
+        let key = object._objectID.rawValue
         for slotChange in change.changes {
             guard let relationship = object.entity.relationship(atSlot: slotChange.slot) else { continue }
             let link = context.link(of: object, column: slotChange.slot)
-            let before = Set(RelationshipKeys.decode(translated(slotChange.old, relationship)))
+            let oldKeys = RelationshipKeys.decode(translated(slotChange.old, relationship))
+            let before = Set(oldKeys)
             let current = object._values[slotChange.slot]
-            let keys = RelationshipKeys.decode(translated(current, relationship))
-            let added = keys.filter { !before.contains($0) }
-            guard !added.isEmpty else { continue }
-            let key = object._objectID.rawValue
+            var keys = RelationshipKeys.decode(translated(current, relationship))
+            let now = Set(keys)
+            func live(_ keys: [Int64]) -> [ManagedObject] {
+                context.objects(entityIndex: link.destinationIndex, keys: keys).filter {
+                    !$0._state.contains(.deleted) && !$0._state.contains(.detached)
+                }
+            }
+            func pointsBack(_ target: ManagedObject) -> Bool {
+                RelationshipKeys.decode(translated(target._values[link.inverseColumn], link.inverse)).contains(key)
+            }
             let stray = Set(
-                context.objects(entityIndex: link.destinationIndex, keys: added).filter { target in
-                    !target._state.contains(.deleted) && !target._state.contains(.detached)
-                        && !RelationshipKeys.decode(translated(target._values[link.inverseColumn], link.inverse))
-                            .contains(key)
-                }.map { $0._objectID.rawValue })
-            guard !stray.isEmpty else { continue }
-            let value = RelationshipKeys.encode(keys.filter { !stray.contains($0) }, for: relationship)
+                live(keys.filter { !before.contains($0) }).filter { !pointsBack($0) }.map(\._objectID.rawValue))
+            keys.removeAll { stray.contains($0) }
+            for target in live(oldKeys.filter { !now.contains($0) }) where pointsBack(target) {
+                if relationship.isToMany || keys.isEmpty {
+                    keys.append(target._objectID.rawValue)
+                } else {
+                    let before = target._values[link.inverseColumn]
+                    let after = RelationshipKeys.encode(
+                        RelationshipKeys.decode(translated(before, link.inverse)).filter { $0 != key },
+                        for: link.inverse)
+                    context.writeForUndo(after, to: target, at: link.inverseColumn)
+                    others.append(
+                        ValuesChange(
+                            object: target, changes: [SlotChange(slot: link.inverseColumn, old: before, new: after)],
+                            baseSnapshot: target._snapshot, baseVersion: target._snapshotVersion))
+                }
+            }
+            let value = RelationshipKeys.encode(keys, for: relationship)
+            guard !StoredValue.isSame(value, current) else { continue }
             context.writeForUndo(value, to: object, at: slotChange.slot)
             done.changes.append(SlotChange(slot: slotChange.slot, old: current, new: value))
         }
-        return done.changes.isEmpty ? [] : [done]
+        return (done.changes.isEmpty ? [] : [done]) + others
     }
 
     /// Makes the objects that stay stop pointing to `gone` (taken away, and never to be saved:

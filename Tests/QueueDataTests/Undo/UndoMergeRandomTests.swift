@@ -20,10 +20,11 @@ struct UndoMergeRandomTests {
 
     /// Rounds that found bugs at 100 rounds per seed (a merged deletion leaving an unsaved link
     /// dangling; a cascade propagated again apart from its parent; a link put back on one side
-    /// only after a merge moved the other), replayed on every run.
+    /// only after a merge moved the other, or taken away on one side only), replayed on every run.
     @Test(
         "rounds that found bugs",
-        arguments: LifecycleStore.allCases, [(7, 5), (7, 31), (7, 57), (7, 60), (7, 91), (2, 56), (9, 18), (12, 69)])
+        arguments: LifecycleStore.allCases,
+        [(7, 5), (7, 31), (7, 57), (7, 60), (7, 91), (2, 56), (9, 18), (12, 69), (80, 75)])
     func foundRounds(_ store: LifecycleStore, _ found: (seed: UInt64, round: Int)) throws {
         try Self.run(store, seed: found.seed, rounds: found.round...found.round)
     }
