@@ -78,5 +78,5 @@ func memoryMeasurement(_ values: [RecordValue]) throws -> Measurement {
             perObject(opened.resident - start.resident), perObject(fetched.resident - opened.resident),
             perObject(fetched.heap - start.heap), perObject(opened.heap - start.heap),
             perObject(fetched.heap - opened.heap), perObject(grdbFetched.heap - grdbStart.heap)),
-        absoluteGoal: 300)
+        absoluteGoal: 150)
 }

@@ -108,19 +108,19 @@ for size in quick ? [10_000] : [10_000, count] where shouldRun("attribute") {
         Measurement(
             workload: "P8 attribute get (Int), \(size) objects", subject: attributeGet / operations,
             baseline: plainGet / operations,
-            baselineName: "stored property", unit: "ns", goal: 3,
+            baselineName: "stored property", unit: "ns", goal: 1.5,
             note: String(
                 format: "outside perform, on the queue via queue.sync: %.2f ns (%.1f× the stored property)",
                 attributeGetRawQueue / operations * 1e9, attributeGetRawQueue / plainGet)))
     results.append(
         Measurement(
             workload: "P8 attribute get (String), \(size) objects", subject: attributeStringGet / operations,
-            baseline: plainStringGet / operations, baselineName: "stored property", unit: "ns", goal: 3))
+            baseline: plainStringGet / operations, baselineName: "stored property", unit: "ns", goal: 1.5))
     results.append(
         Measurement(
             workload: "P8 attribute set (Int), \(size) objects", subject: attributeSet / operations,
             baseline: plainSet / operations,
-            baselineName: "stored property", unit: "ns", goal: 3))
+            baselineName: "stored property", unit: "ns", goal: 1.5))
     context.performAndWait { context.rollback() }
 }
 
@@ -174,7 +174,7 @@ if shouldRun("fetch") || shouldRun("filter") {
         results.append(
             Measurement(
                 workload: "P2 fetch all \(count) (fresh context, in-memory store)", subject: subject,
-                baseline: baseline, baselineName: "raw SQLite :memory: into structs", unit: "ms", goal: 1,
+                baseline: baseline, baselineName: "raw SQLite :memory: into structs", unit: "ms", goal: 0.8,
                 otherBaselines: [Baseline(name: "GRDB Codable records, :memory:", value: grdbFetch)]))
     }
 
@@ -205,7 +205,7 @@ if shouldRun("fetch") || shouldRun("filter") {
         results.append(
             Measurement(
                 workload: "P3 age > 50 sorted by name (\(matches) of \(count), in-memory store)", subject: subject,
-                baseline: baseline, baselineName: "raw SQLite :memory:", unit: "ms", goal: 1,
+                baseline: baseline, baselineName: "raw SQLite :memory:", unit: "ms", goal: 0.7,
                 otherBaselines: [Baseline(name: "GRDB query interface, :memory:", value: grdbFilter)]))
 
         // The predicate alone: counting matches makes no objects and sorts nothing.
@@ -310,14 +310,14 @@ if shouldRun("journal") {
         Measurement(
             workload: "P4 one-object save on \(count) (journal), p50", subject: percentile(saves, 0.5),
             baseline: percentile(appends, 0.5), baselineName: "append \(recordSize) B + fdatasync", unit: "µs",
-            goal: 1.3,
+            goal: 1.1,
             note: "\(recordSize) bytes per one-object update record (header 24 B); \(iterations) saves",
             otherBaselines: [Baseline(name: grdbName, value: percentile(grdbUpdates, 0.5))]))
     results.append(
         Measurement(
             workload: "P4 one-object save on \(count) (journal), p99", subject: percentile(saves, 0.99),
             baseline: percentile(appends, 0.99), baselineName: "append \(recordSize) B + fdatasync", unit: "µs",
-            goal: 1.3, otherBaselines: [Baseline(name: grdbName, value: percentile(grdbUpdates, 0.99))]))
+            goal: 1.1, otherBaselines: [Baseline(name: grdbName, value: percentile(grdbUpdates, 0.99))]))
     manager.close()
 
     let openJournal = try medianSeconds(repetitions: repetitions) {
@@ -361,7 +361,7 @@ if shouldRun("json") {
     results.append(
         Measurement(
             workload: "P6 JSON store full save of \(count)", subject: percentile(saves, 0.5), baseline: encodeAndWrite,
-            baselineName: "JSONEncoder + durable write", unit: "ms", goal: 0.5,
+            baselineName: "JSONEncoder + durable write", unit: "ms", goal: 0.2,
             note: String(
                 format: "document %.1f MB; JSONEncoder output %.1f MB", Double(documentSize) / 1e6,
                 Double(fileSize(baselineURL)) / 1e6)))
@@ -523,7 +523,7 @@ if shouldRun("merge") {
             workload: "P9 merge of \(objectsPerSave) updated objects into \(receivers) contexts, per object",
             subject: merge,
             baseline: baseline, baselineName: "fetch + set 2 attributes + rollback", unit: "µs", goal: nil,
-            absoluteGoal: 2e-6))
+            absoluteGoal: 0.5e-6))
     manager.close()
 }
 
