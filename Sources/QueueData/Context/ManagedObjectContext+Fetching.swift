@@ -109,6 +109,12 @@ extension ManagedObjectContext {
             let page = pageRange(count: candidates.count, request)
             return candidates[page].map { unsafeDowncast(object(for: $0), to: Result.self) }
         }
+        if let order = rowOrder(of: candidates, request) {
+            // Sorted on row values: only the page becomes objects.
+            return order[pageRange(count: order.count, request)].map {
+                unsafeDowncast(object(for: candidates[$0]), to: Result.self)
+            }
+        }
         var objects = candidates.map { unsafeDowncast(object(for: $0), to: Result.self) }
         if request.includesPendingChanges {
             objects.sortByExtractedKeys(using: request.sortDescriptors)
@@ -132,6 +138,85 @@ extension ManagedObjectContext {
             objects = proxies.map { original[ObjectIdentifier($0)]! }
         }
         return Array(objects[pageRange(count: objects.count, request)])
+    }
+
+    /// The order of `candidates` by `request`'s sort descriptors, read from row values: what
+    /// `sortByExtractedKeys` returns for their objects. `nil` when a descriptor's key path is not
+    /// a persistent attribute of a type `SortKey` takes, or a value is one it does not take
+    /// (`nil`): then sort objects.
+    private func rowOrder<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>) -> [Int]? {
+        // `sortByExtractedKeys` reads no key path for fewer than two objects; neither does this.
+        guard readsRows, candidates.count > 1 else { return nil }
+        var keyPaths: [AnyKeyPath] = []
+        var readers: [(StoredValue) -> SortKey?] = []
+        for descriptor in request.sortDescriptors {
+            guard descriptor.stringComparator == nil, let keyPath = descriptor.keyPath,
+                let reader = SortKey.reader(for: type(of: keyPath).valueType)
+            else { return nil }
+            keyPaths.append(keyPath)
+            readers.append(reader)
+        }
+        // The slots, per entity: resolved on the entity's first candidate (its key paths are read
+        // on every object when sorting objects).
+        var slotsByEntity: [Int: [Int]] = [:]
+        func slots(for candidate: Candidate, of entityIndex: Int) -> [Int]? {
+            if let known = slotsByEntity[entityIndex] {
+                return known
+            }
+            var slots: [Int] = []
+            for keyPath in keyPaths {
+                if let known = resolvedSlot(of: keyPath, entityIndex: entityIndex) {
+                    guard let known else { return nil }
+                    slots.append(known)
+                } else {
+                    guard let probed = attributeSlot(of: keyPath, on: object(for: candidate)) else { return nil }
+                    slots.append(probed)
+                }
+            }
+            slotsByEntity[entityIndex] = slots
+            return slots
+        }
+        let columns = keyPaths.count
+        var keys: [SortKey] = []
+        keys.reserveCapacity(candidates.count * columns)
+        var lastEntity = -1
+        var currentSlots: [Int] = []
+        func appendKeys(_ values: UnsafePointer<StoredValue>) -> Bool {
+            for column in 0..<columns {
+                guard let key = readers[column](values[currentSlots[column]]) else { return false }
+                keys.append(key)
+            }
+            return true
+        }
+        for candidate in candidates {
+            let entityIndex: Int
+            switch candidate {
+            case .object(let object): entityIndex = object._objectID.key.entityIndex!
+            case .row(let index, _): entityIndex = index
+            }
+            if entityIndex != lastEntity {
+                guard let found = slots(for: candidate, of: entityIndex) else { return nil }
+                currentSlots = found
+                lastEntity = entityIndex
+            }
+            let appended: Bool
+            switch candidate {
+            case .object(let object):
+                if !request.includesPendingChanges, object._state.contains(.updated),
+                    !object._state.contains(.detached), let snapshot = object._snapshot
+                {
+                    // Matched on committed values, so sorted on them too.
+                    appended = snapshot.withUnsafeBufferPointer { appendKeys($0.baseAddress!) }
+                } else {
+                    appended = appendKeys(object._values)
+                }
+            case .row(_, let row):
+                appended = row.values.withUnsafeBufferPointer { appendKeys($0.baseAddress!) }
+            }
+            guard appended else { return nil }
+        }
+        return SortKey.order(
+            keys: keys, columns: columns, reversed: request.sortDescriptors.map { $0.order == .reverse })
     }
 
     func object(for candidate: Candidate) -> ManagedObject {
@@ -160,20 +245,33 @@ extension ManagedObjectContext {
         } else {
             snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
         }
-        let predicate = request.predicate.map(matcher(for:))
+        let objectMatcher = request.predicate.map(matcher(for:))
         let constraint = request.attributeConstraint
+        // How each entity's rows are matched: in place on row values once the predicate's key
+        // paths are resolved (see `EntityMatcher`).
+        var matchers: [Int: EntityMatcher<Result>] = [:]
+        func entityMatcher(_ entityIndex: Int) -> EntityMatcher<Result>? {
+            guard let source = request.predicate, let objectMatcher else { return nil }
+            if let known = matchers[entityIndex] {
+                return known
+            }
+            let made = EntityMatcher(source, objectMatcher: objectMatcher, entityIndex: entityIndex, context: self)
+            matchers[entityIndex] = made
+            return made
+        }
         for (position, (entityIndex, snapshot)) in zip(entityIndexes, snapshots).enumerated() {
             let registered = registry[entityIndex]
             let slot = constraint?.slot(in: model.entities[entityIndex])
+            let matcher = entityMatcher(entityIndex)
             /// Whether `object`, as it is now, matches.
             func matches(_ object: ManagedObject) throws -> Bool {
                 if let constraint, let slot, !constraint.isSatisfied(by: object._values + slot) {
                     return false
                 }
-                return try predicate?(unsafeDowncast(object, to: Result.self)) ?? true
+                return try matcher?.matches(object) ?? true
             }
-            // Unregistered rows are matched through one reusable object, so rows that do not
-            // match never allocate anything.
+            // Unregistered rows are matched in place, or through one reusable object until the
+            // predicate reads rows: rows that do not match never allocate anything.
             var scratch: ManagedObject?
             func matchesCommitted(_ row: CommittedRow) throws -> Bool {
                 if let constraint, let slot {
@@ -182,7 +280,10 @@ extension ManagedObjectContext {
                     }
                     guard satisfied else { return false }
                 }
-                guard let predicate else { return true }
+                guard let matcher else { return true }
+                if let rowPredicate = matcher.rowPredicate {
+                    return try row.values.withUnsafeBufferPointer { try rowPredicate.matches($0.baseAddress!) }
+                }
                 let probe: ManagedObject
                 if let scratch {
                     scratch._load(row.values)
@@ -192,7 +293,7 @@ extension ManagedObjectContext {
                     probe = makeObject(entityIndex: entityIndex, row: row)
                     scratch = probe
                 }
-                return try predicate(unsafeDowncast(probe, to: Result.self))
+                return try matcher.matches(probe)
             }
             var keepGoing = true
             func visit(_ row: CommittedRow) throws {
@@ -259,7 +360,8 @@ extension ManagedObjectContext {
             {
                 continue
             }
-            if try predicate?(unsafeDowncast(object, to: Result.self)) ?? true {
+            let matched = try entityMatcher(entityIndex)?.matches(object) ?? true
+            if matched {
                 guard try body(.object(object)) else { return }
             }
         }

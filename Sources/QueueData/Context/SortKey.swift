@@ -89,7 +89,16 @@ extension SortKey {
                 keys.append(key)
             }
         }
-        let reversed = descriptors.map { $0.order == .reverse }
+        return order(keys: keys, columns: columns, reversed: descriptors.map { $0.order == .reverse })
+    }
+
+    /// The stable order of the elements whose keys `keys` holds, `columns` per element, each
+    /// column ascending or, where `reversed` says so, descending.
+    static func order(keys: [SortKey], columns: Int, reversed: [Bool]) -> [Int] {
+        if columns == 1, let order = orderOfOneColumn(keys, descending: reversed[0]) {
+            return order
+        }
+        let count = columns == 0 ? 0 : keys.count / columns
         var order = [Int](0..<count)
         order.sort { left, right in
             for column in 0..<columns {
@@ -106,6 +115,100 @@ extension SortKey {
             return left < right
         }
         return order
+    }
+
+    /// `order(keys:columns:reversed:)` for one column of strings, integers, doubles or dates: the
+    /// same comparisons on the unwrapped values, without copying a `SortKey` per comparison.
+    private static func orderOfOneColumn(_ keys: [SortKey], descending: Bool) -> [Int]? {
+        switch keys.first {
+        case .string:
+            var values: [String] = []
+            values.reserveCapacity(keys.count)
+            for key in keys {
+                guard case .string(let value) = key else { return nil }
+                values.append(value)
+            }
+            return order(of: values, descending: descending)
+        case .integer:
+            var values: [Int64] = []
+            values.reserveCapacity(keys.count)
+            for key in keys {
+                guard case .integer(let value) = key else { return nil }
+                values.append(value)
+            }
+            return order(of: values, descending: descending)
+        case .double:
+            var values: [Double] = []
+            values.reserveCapacity(keys.count)
+            for key in keys {
+                guard case .double(let value) = key else { return nil }
+                values.append(value)
+            }
+            return order(of: values, descending: descending)
+        case .date:
+            var values: [Date] = []
+            values.reserveCapacity(keys.count)
+            for key in keys {
+                guard case .date(let value) = key else { return nil }
+                values.append(value)
+            }
+            return order(of: values, descending: descending)
+        default:
+            return nil
+        }
+    }
+
+    /// The stable order of `values`: what `compare` and the tie-break by position decide.
+    private static func order<Value: Comparable>(of values: [Value], descending: Bool) -> [Int] {
+        var order = [Int](0..<values.count)
+        values.withUnsafeBufferPointer { values in
+            if descending {
+                order.sort { left, right in
+                    let (a, b) = (values[left], values[right])
+                    if a > b { return true }
+                    if a < b { return false }
+                    return left < right
+                }
+            } else {
+                order.sort { left, right in
+                    let (a, b) = (values[left], values[right])
+                    if a < b { return true }
+                    if a > b { return false }
+                    return left < right
+                }
+            }
+        }
+        return order
+    }
+
+    /// How to make a sort key straight from a stored value of an attribute of `type`, as
+    /// `init?(_:)` makes it from the value its getter returns; `nil` for a type `init?(_:)` does
+    /// not take. The reader returns `nil` for a value `init?(_:)` would not take either (`nil`
+    /// of an optional attribute), or one the getter would not read.
+    static func reader(for type: Any.Type) -> ((StoredValue) -> SortKey?)? {
+        switch type {
+        case is Int.Type, is Int64.Type, is Int?.Type, is Int64?.Type:
+            return { if case .integer(let value) = $0 { .integer(value) } else { nil } }
+        case is Int32.Type, is Int32?.Type:
+            return { if case .integer(let value) = $0, Int32(exactly: value) != nil { .integer(value) } else { nil } }
+        case is Int16.Type, is Int16?.Type:
+            return { if case .integer(let value) = $0, Int16(exactly: value) != nil { .integer(value) } else { nil } }
+        case is Double.Type, is Double?.Type:
+            return { if case .double(let value) = $0 { .double(value) } else { nil } }
+        case is Float.Type, is Float?.Type:
+            // The getter reads the Float nearest the stored Double.
+            return { if case .double(let value) = $0 { .double(Double(Float(value))) } else { nil } }
+        case is String.Type, is String?.Type:
+            return { if case .string(let value) = $0 { .string(value) } else { nil } }
+        case is Date.Type, is Date?.Type:
+            return { if case .date(let value) = $0 { .date(value) } else { nil } }
+        case is Decimal.Type, is Decimal?.Type:
+            return { if case .decimal(let value) = $0 { .decimal(value) } else { nil } }
+        case is UUID.Type, is UUID?.Type:
+            return { if case .uuid(let value) = $0 { .uuid(value) } else { nil } }
+        default:
+            return nil
+        }
     }
 }
 
