@@ -6,4 +6,3 @@ _Thread_local intptr_t qd_tls_attribute_slot = 0;
 _Thread_local intptr_t qd_tls_relationship_slot = 0;
 _Thread_local intptr_t qd_tls_transient_slot = 0;
 _Thread_local void *_Nullable qd_tls_attribute_recorder = 0;
-_Thread_local void *_Nullable qd_tls_key_path_probe = 0;

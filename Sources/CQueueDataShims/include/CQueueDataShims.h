@@ -19,8 +19,6 @@ extern _Thread_local intptr_t qd_tls_relationship_slot;
 extern _Thread_local intptr_t qd_tls_transient_slot;
 /// The recorder collecting attribute declarations while a model discovers a class.
 extern _Thread_local void *_Nullable qd_tls_attribute_recorder;
-/// The probe recording which attribute slots the key path being resolved reads.
-extern _Thread_local void *_Nullable qd_tls_key_path_probe;
 
 static inline const void *_Nullable qd_confinement_current(void) {
     return qd_tls_confinement;
@@ -80,14 +78,6 @@ static inline void *_Nullable qd_attribute_recorder_get(void) {
 
 static inline void qd_attribute_recorder_set(void *_Nullable recorder) {
     qd_tls_attribute_recorder = recorder;
-}
-
-static inline void *_Nullable qd_key_path_probe_get(void) {
-    return qd_tls_key_path_probe;
-}
-
-static inline void qd_key_path_probe_set(void *_Nullable probe) {
-    qd_tls_key_path_probe = probe;
 }
 
 #endif

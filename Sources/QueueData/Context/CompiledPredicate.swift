@@ -27,29 +27,12 @@ struct CompiledPredicate<Object> {
             return try evaluate(&frame)
         }
     }
-
-    /// Compiles `predicate` to read objects, resolving every key path it reads on them to a row
-    /// slot as it goes (``ManagedObjectContext/reading(_:on:)``); `learning` collects those key
-    /// paths. Returns `nil` when one of its nodes is not compiled.
-    init?(_ predicate: Predicate<Object>, learning: KeyPathLearner) {
-        guard let expression = predicate.expression as? any CompilablePredicateExpression<Bool> else { return nil }
-        var compiler = PredicateCompiler<Object>(root: predicate.variable.key)
-        compiler.learning = learning
-        guard let evaluate = expression.compiled(compiler) else { return nil }
-        matches = { object in
-            var frame = PredicateFrame(root: object)
-            return try evaluate(&frame)
-        }
-    }
 }
 
-/// What a compiled node reads its variables from: the object being matched (or, compiled to
-/// read rows, the row's values: see ``RowPredicate``), and the values bound by enclosing
-/// `flatMap`s.
+/// What a compiled node reads its variables from: the object being matched, and the values
+/// bound by enclosing `flatMap`s.
 struct PredicateFrame<Root> {
     let root: Root
-    /// The values of the row being matched, when compiled to read rows.
-    var row: UnsafePointer<StoredValue>? = nil
     var bound: [PredicateExpressions.VariableID: Any] = [:]
 }
 
@@ -60,11 +43,6 @@ typealias PredicateEvaluator<Root, Output> = (inout PredicateFrame<Root>) throws
 struct PredicateCompiler<Root> {
     let root: PredicateExpressions.VariableID
     var bound: Set<PredicateExpressions.VariableID> = []
-    /// Set when compiling to read rows: resolves key paths on the root to row slots.
-    var rows: RowSlotResolver? = nil
-    /// Set when compiling to read objects while resolving key paths: collects the key paths on
-    /// the root, which are read through ``ManagedObjectContext/reading(_:on:)``.
-    var learning: KeyPathLearner? = nil
 
     func binding(_ variable: PredicateExpressions.VariableID) -> PredicateCompiler {
         var compiler = self
@@ -96,18 +74,8 @@ extension PredicateExpressions.Variable: CompilablePredicateExpression {
 
 extension PredicateExpressions.KeyPath: CompilablePredicateExpression where Root: CompilablePredicateExpression {
     func compiled<Frame>(_ compiler: PredicateCompiler<Frame>) -> PredicateEvaluator<Frame, Output>? {
-        if let rows = compiler.rows, (root as? any RootVariableExpression)?.variableKey == compiler.root {
-            // Reading rows: a key path on the matched object must name a persistent attribute.
-            guard let slot = rows.slot(of: keyPath) else { return nil }
-            return RowPredicate.reader(slot: slot)
-        }
         guard let root = root.compiled(compiler) else { return nil }
         let keyPath = self.keyPath
-        if let learning = compiler.learning, (self.root as? any RootVariableExpression)?.variableKey == compiler.root {
-            learning.keyPaths.append(keyPath)
-            let context = learning.context
-            return { frame in try context.reading(keyPath, on: root(&frame)) }
-        }
         return { frame in try root(&frame)[keyPath: keyPath] }
     }
 }
@@ -130,9 +98,6 @@ extension PredicateExpressions.NilLiteral: CompilablePredicateExpression {
 extension PredicateExpressions.Equal: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
     func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
-        if let inPlace = RowComparison.make(lhs, .equal, rhs, compiler) {
-            return inPlace
-        }
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         return { frame in try lhs(&frame) == rhs(&frame) }
     }
@@ -141,9 +106,6 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 extension PredicateExpressions.NotEqual: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
     func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
-        if let inPlace = RowComparison.make(lhs, .notEqual, rhs, compiler) {
-            return inPlace
-        }
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         return { frame in try lhs(&frame) != rhs(&frame) }
     }
@@ -152,11 +114,6 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 extension PredicateExpressions.Comparison: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
     func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
-        if let rowOperator = RowComparison.Operator(op),
-            let inPlace = RowComparison.make(lhs, rowOperator, rhs, compiler)
-        {
-            return inPlace
-        }
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         switch op {
         case .lessThan: return { frame in try lhs(&frame) < rhs(&frame) }

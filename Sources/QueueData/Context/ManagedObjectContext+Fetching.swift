@@ -109,8 +109,8 @@ extension ManagedObjectContext {
             let page = pageRange(count: candidates.count, request)
             return candidates[page].map { unsafeDowncast(object(for: $0), to: Result.self) }
         }
-        if let order = rowOrder(of: candidates, request) {
-            // Sorted on row values: only the page becomes objects.
+        if request.includesPendingChanges, let order = orderReadingRows(of: candidates, request) {
+            // Only the page becomes objects.
             return order[pageRange(count: order.count, request)].map {
                 unsafeDowncast(object(for: candidates[$0]), to: Result.self)
             }
@@ -140,83 +140,31 @@ extension ManagedObjectContext {
         return Array(objects[pageRange(count: objects.count, request)])
     }
 
-    /// The order of `candidates` by `request`'s sort descriptors, read from row values: what
-    /// `sortByExtractedKeys` returns for their objects. `nil` when a descriptor's key path is not
-    /// a persistent attribute of a type `SortKey` takes, or a value is one it does not take
-    /// (`nil`): then sort objects.
-    private func rowOrder<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>) -> [Int]? {
-        // `sortByExtractedKeys` reads no key path for fewer than two objects; neither does this.
-        guard readsRows, candidates.count > 1 else { return nil }
-        var keyPaths: [AnyKeyPath] = []
-        var readers: [(StoredValue) -> SortKey?] = []
-        for descriptor in request.sortDescriptors {
-            guard descriptor.stringComparator == nil, let keyPath = descriptor.keyPath,
-                let reader = SortKey.reader(for: type(of: keyPath).valueType)
-            else { return nil }
-            keyPaths.append(keyPath)
-            readers.append(reader)
+    /// The order of `candidates` by `request`'s sort descriptors, what `sortByExtractedKeys`
+    /// returns for their objects, with the keys of committed rows not yet registered read on one
+    /// reusable object per entity (loaded with each row in turn, as predicates read them), so
+    /// that no object is made for a row outside the returned page. `nil` when the keys cannot be
+    /// extracted (then sort objects).
+    private func orderReadingRows<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>) -> [Int]? {
+        guard candidates.count > 1, candidates.contains(where: { if case .row = $0 { true } else { false } }) else {
+            return nil
         }
-        // The slots, per entity: resolved on the entity's first candidate (its key paths are read
-        // on every object when sorting objects).
-        var slotsByEntity: [Int: [Int]] = [:]
-        func slots(for candidate: Candidate, of entityIndex: Int) -> [Int]? {
-            if let known = slotsByEntity[entityIndex] {
-                return known
-            }
-            var slots: [Int] = []
-            for keyPath in keyPaths {
-                if let known = resolvedSlot(of: keyPath, entityIndex: entityIndex) {
-                    guard let known else { return nil }
-                    slots.append(known)
-                } else {
-                    guard let probed = attributeSlot(of: keyPath, on: object(for: candidate)) else { return nil }
-                    slots.append(probed)
-                }
-            }
-            slotsByEntity[entityIndex] = slots
-            return slots
-        }
-        let columns = keyPaths.count
-        var keys: [SortKey] = []
-        keys.reserveCapacity(candidates.count * columns)
-        var lastEntity = -1
-        var currentSlots: [Int] = []
-        func appendKeys(_ values: UnsafePointer<StoredValue>) -> Bool {
-            for column in 0..<columns {
-                guard let key = readers[column](values[currentSlots[column]]) else { return false }
-                keys.append(key)
-            }
-            return true
-        }
-        for candidate in candidates {
-            let entityIndex: Int
-            switch candidate {
-            case .object(let object): entityIndex = object._objectID.key.entityIndex!
-            case .row(let index, _): entityIndex = index
-            }
-            if entityIndex != lastEntity {
-                guard let found = slots(for: candidate, of: entityIndex) else { return nil }
-                currentSlots = found
-                lastEntity = entityIndex
-            }
-            let appended: Bool
-            switch candidate {
+        var scratch: [Int: ManagedObject] = [:]
+        return SortKey.order(count: candidates.count, by: request.sortDescriptors) { index -> Result in
+            switch candidates[index] {
             case .object(let object):
-                if !request.includesPendingChanges, object._state.contains(.updated),
-                    !object._state.contains(.detached), let snapshot = object._snapshot
-                {
-                    // Matched on committed values, so sorted on them too.
-                    appended = snapshot.withUnsafeBufferPointer { appendKeys($0.baseAddress!) }
-                } else {
-                    appended = appendKeys(object._values)
+                return unsafeDowncast(object, to: Result.self)
+            case .row(let entityIndex, let row):
+                if let reused = scratch[entityIndex] {
+                    reused._load(row.values)
+                    reused._objectID = ObjectID(key: reused._objectID.key, rawValue: row.primaryKey)
+                    return unsafeDowncast(reused, to: Result.self)
                 }
-            case .row(_, let row):
-                appended = row.values.withUnsafeBufferPointer { appendKeys($0.baseAddress!) }
+                let made = makeObject(entityIndex: entityIndex, row: row)
+                scratch[entityIndex] = made
+                return unsafeDowncast(made, to: Result.self)
             }
-            guard appended else { return nil }
         }
-        return SortKey.order(
-            keys: keys, columns: columns, reversed: request.sortDescriptors.map { $0.order == .reverse })
     }
 
     func object(for candidate: Candidate) -> ManagedObject {
@@ -245,33 +193,20 @@ extension ManagedObjectContext {
         } else {
             snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
         }
-        let objectMatcher = request.predicate.map(matcher(for:))
+        let predicate = request.predicate.map(matcher(for:))
         let constraint = request.attributeConstraint
-        // How each entity's rows are matched: in place on row values once the predicate's key
-        // paths are resolved (see `EntityMatcher`).
-        var matchers: [Int: EntityMatcher<Result>] = [:]
-        func entityMatcher(_ entityIndex: Int) -> EntityMatcher<Result>? {
-            guard let source = request.predicate, let objectMatcher else { return nil }
-            if let known = matchers[entityIndex] {
-                return known
-            }
-            let made = EntityMatcher(source, objectMatcher: objectMatcher, entityIndex: entityIndex, context: self)
-            matchers[entityIndex] = made
-            return made
-        }
         for (position, (entityIndex, snapshot)) in zip(entityIndexes, snapshots).enumerated() {
             let registered = registry[entityIndex]
             let slot = constraint?.slot(in: model.entities[entityIndex])
-            let matcher = entityMatcher(entityIndex)
             /// Whether `object`, as it is now, matches.
             func matches(_ object: ManagedObject) throws -> Bool {
                 if let constraint, let slot, !constraint.isSatisfied(by: object._values + slot) {
                     return false
                 }
-                return try matcher?.matches(object) ?? true
+                return try predicate?(unsafeDowncast(object, to: Result.self)) ?? true
             }
-            // Unregistered rows are matched in place, or through one reusable object until the
-            // predicate reads rows: rows that do not match never allocate anything.
+            // Unregistered rows are matched through one reusable object, so rows that do not
+            // match never allocate anything.
             var scratch: ManagedObject?
             func matchesCommitted(_ row: CommittedRow) throws -> Bool {
                 if let constraint, let slot {
@@ -280,10 +215,7 @@ extension ManagedObjectContext {
                     }
                     guard satisfied else { return false }
                 }
-                guard let matcher else { return true }
-                if let rowPredicate = matcher.rowPredicate {
-                    return try row.values.withUnsafeBufferPointer { try rowPredicate.matches($0.baseAddress!) }
-                }
+                guard let predicate else { return true }
                 let probe: ManagedObject
                 if let scratch {
                     scratch._load(row.values)
@@ -293,7 +225,7 @@ extension ManagedObjectContext {
                     probe = makeObject(entityIndex: entityIndex, row: row)
                     scratch = probe
                 }
-                return try matcher.matches(probe)
+                return try predicate(unsafeDowncast(probe, to: Result.self))
             }
             var keepGoing = true
             func visit(_ row: CommittedRow) throws {
@@ -360,8 +292,7 @@ extension ManagedObjectContext {
             {
                 continue
             }
-            let matched = try entityMatcher(entityIndex)?.matches(object) ?? true
-            if matched {
+            if try predicate?(unsafeDowncast(object, to: Result.self)) ?? true {
                 guard try body(.object(object)) else { return }
             }
         }

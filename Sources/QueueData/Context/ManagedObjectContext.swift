@@ -61,12 +61,6 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Whether fetches compile their predicates (see ``CompiledPredicate``); tests turn it off
     /// to compare with Foundation's evaluation.
     var compilesPredicates = true
-    /// Whether fetches read predicates' and sort descriptors' attributes straight from rows
-    /// (see ``RowPredicate``); tests turn it off to compare with reading them on objects.
-    var readsRows = true
-    /// The row slots key paths resolved to, per entity (`-1`: not a persistent attribute;
-    /// see ``KeyPathProbe``).
-    var keyPathSlots: [KeyPathSlotKey: Int] = [:]
     /// Whether fetches use the attribute indexes (tests turn it off to compare with a scan).
     var usesIndexes = true
     /// How many committed rows fetches have examined (a test tells a lookup from a scan by it).

@@ -180,36 +180,6 @@ extension SortKey {
         }
         return order
     }
-
-    /// How to make a sort key straight from a stored value of an attribute of `type`, as
-    /// `init?(_:)` makes it from the value its getter returns; `nil` for a type `init?(_:)` does
-    /// not take. The reader returns `nil` for a value `init?(_:)` would not take either (`nil`
-    /// of an optional attribute), or one the getter would not read.
-    static func reader(for type: Any.Type) -> ((StoredValue) -> SortKey?)? {
-        switch type {
-        case is Int.Type, is Int64.Type, is Int?.Type, is Int64?.Type:
-            return { if case .integer(let value) = $0 { .integer(value) } else { nil } }
-        case is Int32.Type, is Int32?.Type:
-            return { if case .integer(let value) = $0, Int32(exactly: value) != nil { .integer(value) } else { nil } }
-        case is Int16.Type, is Int16?.Type:
-            return { if case .integer(let value) = $0, Int16(exactly: value) != nil { .integer(value) } else { nil } }
-        case is Double.Type, is Double?.Type:
-            return { if case .double(let value) = $0 { .double(value) } else { nil } }
-        case is Float.Type, is Float?.Type:
-            // The getter reads the Float nearest the stored Double.
-            return { if case .double(let value) = $0 { .double(Double(Float(value))) } else { nil } }
-        case is String.Type, is String?.Type:
-            return { if case .string(let value) = $0 { .string(value) } else { nil } }
-        case is Date.Type, is Date?.Type:
-            return { if case .date(let value) = $0 { .date(value) } else { nil } }
-        case is Decimal.Type, is Decimal?.Type:
-            return { if case .decimal(let value) = $0 { .decimal(value) } else { nil } }
-        case is UUID.Type, is UUID?.Type:
-            return { if case .uuid(let value) = $0 { .uuid(value) } else { nil } }
-        default:
-            return nil
-        }
-    }
 }
 
 extension Array {

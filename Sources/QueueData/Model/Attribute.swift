@@ -113,11 +113,7 @@ public struct Attribute<Value: Codable> {
         // the optimizer keep a dynamic exclusivity check on every access (≈ 8 ns).
         @inline(__always) get {
             let slot = Int(object[keyPath: storageKeyPath].slot)
-            if !object._confinement._isMarkedCurrent() {
-                // Off the fast path, the read also tells a fetch resolving a key path which
-                // slot the property reads (`KeyPathProbe`).
-                object._checkConfinement(reading: wrappedKeyPath, slot: slot)
-            }
+            object._confinement.check(object._subjectDescription)
             return _decode(object._values[slot], object: object, slot: slot)
         }
         @inline(__always) set {
