@@ -15,6 +15,9 @@ extension ManagedObjectContext {
     ///
     /// - Throws: An error thrown while evaluating the predicate; ``StoreError`` if the store
     ///   was closed.
+    /// A sorted fetch with a ``FetchRequest/fetchLimit`` makes objects only for the page it
+    /// returns: the sort keys of rows not registered yet are read on one reusable object.
+    ///
     /// - Complexity: O(*n*) predicate evaluations over the entity's rows, plus the sort.
     /// - Important: Call on the context's queue.
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
