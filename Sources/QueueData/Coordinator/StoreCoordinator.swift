@@ -137,8 +137,16 @@ final class StoreCoordinator: @unchecked Sendable {
     /// Closes the store when the last context and the manager are gone without `close()`,
     /// so its files and lock are released.
     deinit {
-        // Nobody else holds the coordinator any more: its state is this thread's now.
-        store?.close()
+        // The store is closed on the coordinator's queue, like every other call it gets (a store
+        // may rely on its calls never running concurrently); inline when the last reference went
+        // away on that queue already, where waiting for it would wait for itself. Nothing else
+        // holds the coordinator, so nothing else can be running there.
+        guard let store else { return }
+        if isOnQueue {
+            store.close()
+        } else {
+            queue.sync { store.close() }
+        }
     }
 
     /// Checks `contents` against the schema they were written with, as an open without
@@ -495,6 +503,11 @@ extension StoreCoordinator {
     /// state (one queue-ownership test, like swift-nio's `assertInEventLoop`).
     func assertOnQueue() {
         dispatchPrecondition(condition: .onQueue(queue))
+    }
+
+    /// Whether the caller runs on the coordinator's queue.
+    var isOnQueue: Bool {
+        DispatchQueue.getSpecific(key: queueKey) != nil
     }
 
     /// Traps if called on the coordinator's queue: the check of every blocking wait for work

@@ -12,8 +12,8 @@ import Foundation
 /// - A store is called one call at a time, never concurrently, though not always on the same
 ///   queue: ``open(for:)`` and ``replaceContents(with:keepingOriginalAs:)`` on the manager's
 ///   queue while it loads the store; ``commit(_:resultingState:)`` and ``compact(_:)`` on the
-///   coordinator's private serial queue; ``close()`` on the coordinator's queue, or on the
-///   thread that releases a coordinator nobody closed; ``inspect()`` on a store never opened.
+///   coordinator's private serial queue; ``close()`` on the coordinator's queue (also when a
+///   coordinator nobody closed is released); ``inspect()`` on a store never opened.
 ///   A store needs no synchronization of its own (as long as it keeps no thread-affine
 ///   state), and must not call back into QueueData.
 /// - ``open(for:)`` is called once, before anything else. It creates the store if it does

@@ -121,3 +121,45 @@ struct CloseTests {
         #expect(message.contains("after its ContextManager was closed"))
     }
 }
+
+/// Notes whether each call runs on its coordinator's queue.
+final class QueueCheckingStore: PersistentStore, @unchecked Sendable {
+    let backing = InMemoryStore()
+    /// Set once the store is open; unowned(unsafe): read while the coordinator deinitializes.
+    unowned(unsafe) var coordinator: StoreCoordinator?
+    private(set) var commitsOnQueue: [Bool] = []
+    private(set) var closesOnQueue: [Bool] = []
+
+    func open(for model: ManagedObjectModel) throws -> StoreContents {
+        try backing.open(for: model)
+    }
+
+    func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
+        commitsOnQueue.append(coordinator?.isOnQueue ?? false)
+        try backing.commit(changes, resultingState: resultingState)
+    }
+
+    func close() {
+        closesOnQueue.append(coordinator?.isOnQueue ?? false)
+        backing.close()
+    }
+}
+
+@Suite("Letting a store go without close()")
+struct CoordinatorReleaseTests {
+    @Test("a store whose manager and contexts are let go without close() is closed once, on its coordinator's queue")
+    func closedOnTheCoordinatorsQueue() throws {
+        let store = QueueCheckingStore()
+        do {
+            let manager = makeManager(storeType: .custom { _ in store })
+            let context = try makeContext(manager, "released")
+            store.coordinator = context.coordinator
+            try context.performAndWait {
+                context.insert(Destination.self).name = "A"
+                try context.save()
+            }
+        }
+        #expect(store.commitsOnQueue == [true])
+        #expect(store.closesOnQueue == [true])
+    }
+}
