@@ -5,7 +5,8 @@
 // `--only` runs the groups whose name contains one of the NAMEs (`--only goals`: the groups
 // of the P1–P10 table). Groups: memory, attribute, insert, fetch, filter, journal, json,
 // savers, migration, graph, fanout, unique, conflict, merge, throughput, observation, index,
-// export, compaction, history.
+// export, compaction, history, scale (`--scale-sizes N,N,...`: the sizes it runs, 100k and 1M
+// unless given).
 //
 // Every figure is a median of several runs, and is reported as a ratio against a baseline
 // measured in the same process: absolute times drift on shared machines, ratios much less.
@@ -588,6 +589,18 @@ if shouldRun("index") {
 if shouldRun("compaction") {
     results += try compactionMeasurements(
         sizes: quick || count >= 1_000_000 ? [count] : [count, 1_000_000], compactions: 2)
+}
+
+// MARK: Scale — how costs grow from 100k to 1M (and 10M) records
+
+if shouldRun("scale") {
+    // `--scale-sizes 100000,1000000,10000000` runs other sizes (10M takes several GB and minutes).
+    let sizes: [Int] =
+        arguments.firstIndex(of: "--scale-sizes").flatMap { index in
+            arguments.index(after: index) < arguments.endIndex
+                ? arguments[arguments.index(after: index)].split(separator: ",").compactMap { Int($0) } : nil
+        } ?? (quick ? [10_000, 20_000] : [100_000, 1_000_000])
+    results += try scaleMeasurements(sizes: sizes, repetitions: quick ? 1 : 3, saves: quick ? 50 : 300)
 }
 
 // MARK: Persistent history — what tracking costs
