@@ -73,23 +73,36 @@ extension SortKey {
         by descriptors: [SortDescriptor<Element>],
         element: (Int) throws -> Element
     ) rethrows -> [Int]? {
-        var keyPaths: [PartialKeyPath<Element>] = []
+        var extractors: [(Element) -> SortKey?] = []
         for descriptor in descriptors {
             guard descriptor.stringComparator == nil, let keyPath = descriptor.keyPath else { return nil }
-            keyPaths.append(keyPath)
+            extractors.append(extractor(keyPath))
         }
         // One flat array: the keys of element `i` are at `i * columns ..< (i + 1) * columns`.
-        let columns = keyPaths.count
+        let columns = extractors.count
         var keys: [SortKey] = []
         keys.reserveCapacity(count * columns)
         for index in 0..<count {
             let value = try element(index)
-            for keyPath in keyPaths {
-                guard let key = SortKey(value[keyPath: keyPath]) else { return nil }
+            for extract in extractors {
+                guard let key = extract(value) else { return nil }
                 keys.append(key)
             }
         }
         return order(keys: keys, columns: columns, reversed: descriptors.map { $0.order == .reverse })
+    }
+
+    /// How to read `keyPath`'s sort key: through the key path with its value type (no `Any` in
+    /// between) for the common types, through `init?(_:)` for the others.
+    private static func extractor<Element>(_ keyPath: PartialKeyPath<Element>) -> (Element) -> SortKey? {
+        switch keyPath {
+        case let path as KeyPath<Element, String>: return { .string($0[keyPath: path]) }
+        case let path as KeyPath<Element, Int>: return { .integer(Int64($0[keyPath: path])) }
+        case let path as KeyPath<Element, Int64>: return { .integer($0[keyPath: path]) }
+        case let path as KeyPath<Element, Double>: return { .double($0[keyPath: path]) }
+        case let path as KeyPath<Element, Date>: return { .date($0[keyPath: path]) }
+        default: return { SortKey($0[keyPath: keyPath]) }
+        }
     }
 
     /// The stable order of the elements whose keys `keys` holds, `columns` per element, each
