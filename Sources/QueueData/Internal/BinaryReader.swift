@@ -104,7 +104,7 @@ struct BinaryReader {
     mutating func readString() throws -> String {
         let length = try readCount("string length")
         let bytes = try readBytes(length)
-        guard let string = String(validating: bytes, as: UTF8.self) else {
+        guard let string = UTF8Text.string(bytes) else {
             throw error("a string is not valid UTF-8")
         }
         return string

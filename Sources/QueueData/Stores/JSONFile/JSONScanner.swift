@@ -268,7 +268,7 @@ struct JSONScanner {
             switch byte {
             case UInt8(ascii: "\""):
                 position += 1
-                guard let string = String(validating: utf8, as: UTF8.self) else {
+                guard let string = utf8.withUnsafeBytes({ UTF8Text.string($0) }) else {
                     throw failure("the string is not valid UTF-8", at: start)
                 }
                 return string
@@ -313,13 +313,9 @@ struct JSONScanner {
         throw failure("unterminated string", at: start)
     }
 
-    /// A string from UTF-8 bytes, refusing invalid UTF-8. ASCII (most keys and values) takes
-    /// a fast path: the generic validating initializer costs a metadata lookup per call.
+    /// A string from UTF-8 bytes, refusing invalid UTF-8.
     private static func makeString(_ content: UnsafeRawBufferPointer, start: Int) throws -> String {
-        if !content.contains(where: { $0 >= 0x80 }) {
-            return String(decoding: content, as: UTF8.self)
-        }
-        guard let string = String(validating: content, as: UTF8.self) else {
+        guard let string = UTF8Text.string(content) else {
             throw Failure(offset: start, message: "the string is not valid UTF-8")
         }
         return string
