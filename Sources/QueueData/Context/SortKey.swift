@@ -133,41 +133,22 @@ extension SortKey {
     /// `order(keys:columns:reversed:)` for one column of strings, integers, doubles or dates: the
     /// same comparisons on the unwrapped values, without copying a `SortKey` per comparison.
     private static func orderOfOneColumn(_ keys: [SortKey], descending: Bool) -> [Int]? {
+        /// The order of the values `unwrap` takes out of every key; `nil` if one is of another case.
+        func order<Value: Comparable>(_ unwrap: (SortKey) -> Value?) -> [Int]? {
+            var values: [Value] = []
+            values.reserveCapacity(keys.count)
+            for key in keys {
+                guard let value = unwrap(key) else { return nil }
+                values.append(value)
+            }
+            return SortKey.order(of: values, descending: descending)
+        }
         switch keys.first {
-        case .string:
-            var values: [String] = []
-            values.reserveCapacity(keys.count)
-            for key in keys {
-                guard case .string(let value) = key else { return nil }
-                values.append(value)
-            }
-            return order(of: values, descending: descending)
-        case .integer:
-            var values: [Int64] = []
-            values.reserveCapacity(keys.count)
-            for key in keys {
-                guard case .integer(let value) = key else { return nil }
-                values.append(value)
-            }
-            return order(of: values, descending: descending)
-        case .double:
-            var values: [Double] = []
-            values.reserveCapacity(keys.count)
-            for key in keys {
-                guard case .double(let value) = key else { return nil }
-                values.append(value)
-            }
-            return order(of: values, descending: descending)
-        case .date:
-            var values: [Date] = []
-            values.reserveCapacity(keys.count)
-            for key in keys {
-                guard case .date(let value) = key else { return nil }
-                values.append(value)
-            }
-            return order(of: values, descending: descending)
-        default:
-            return nil
+        case .string: return order { if case .string(let value) = $0 { value } else { nil } }
+        case .integer: return order { if case .integer(let value) = $0 { value } else { nil } }
+        case .double: return order { if case .double(let value) = $0 { value } else { nil } }
+        case .date: return order { if case .date(let value) = $0 { value } else { nil } }
+        default: return nil
         }
     }
 
