@@ -149,7 +149,14 @@ struct EntityTable: Sendable {
 
     /// Builds a table from rows in any order.
     init<Rows: Sequence>(rows: Rows, nextPrimaryKey: Int64) where Rows.Element == CommittedRow {
-        for row in rows.sorted(by: { $0.primaryKey < $1.primaryKey }) {
+        // Stores return their rows in key order, as a rule: sorted only when they are not.
+        let rows = Array(rows)
+        var ordered = true
+        for index in rows.indices.dropFirst() where rows[index - 1].primaryKey >= rows[index].primaryKey {
+            ordered = false
+            break
+        }
+        for row in ordered ? rows : rows.sorted(by: { $0.primaryKey < $1.primaryKey }) {
             append(row)
         }
         self.nextPrimaryKey = Swift.max(self.nextPrimaryKey, nextPrimaryKey)

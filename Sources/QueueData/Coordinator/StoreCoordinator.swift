@@ -211,7 +211,10 @@ final class StoreCoordinator: @unchecked Sendable {
                     return index
                 }
             let isIdentity = mapping == Array(mapping.indices) && stored.columnCount == mapping.count
-            var seen = Set<Int64>()
+            // Keys arrive in increasing order as a rule, which rules duplicates out; from the first
+            // key that does not, every key is checked against a set of those seen.
+            var previousKey: Int64 = 0
+            var seen: Set<Int64>?
             var committed: [CommittedRow] = []
             committed.reserveCapacity(rows.count)
             /// A refusal of `row`, with its place in the file when the store knows it.
@@ -221,8 +224,16 @@ final class StoreCoordinator: @unchecked Sendable {
                 return error
             }
             for row in rows {
-                guard row.primaryKey > 0, row.primaryKey < Int64.max, seen.insert(row.primaryKey).inserted,
-                    row.values.count == stored.columnCount
+                var isNew = true
+                if seen == nil, row.primaryKey > previousKey {
+                    previousKey = row.primaryKey
+                } else {
+                    if seen == nil {
+                        seen = Set(committed.map(\.primaryKey))
+                    }
+                    isNew = seen!.insert(row.primaryKey).inserted
+                }
+                guard row.primaryKey > 0, row.primaryKey < Int64.max, isNew, row.values.count == stored.columnCount
                 else {
                     throw refusal(
                         row,

@@ -104,4 +104,41 @@ struct EntityTableTests {
         }
         #expect(unchanged == rowCount)
     }
+
+    @Test("loading keeps rows in key order whatever order the store returns them in, and refuses a duplicate anywhere")
+    func loadingOrderAndDuplicates() throws {
+        let model = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Note", attributes: [AttributeDescription(name: "text", type: .string)])
+        ])
+        func contents(_ keys: [Int64]) -> StoreContents {
+            var contents = StoreContents(
+                metadata: StoreMetadata(storeIdentifier: UUID(), versionHash: model.versionHash),
+                schema: model.entities,
+                rows: [:])
+            contents.rows["Note"] = keys.map { StoredRow(primaryKey: $0, values: [.string("n\($0)")]) }
+            contents.metadata.nextPrimaryKeys["Note"] = 100
+            return contents
+        }
+        var generator = SeededGenerator(seed: 9)
+        for round in 0..<200 {
+            var keys = Array(
+                Set(
+                    (0..<Int.random(in: 0...40, using: &generator)).map { _ in
+                        Int64.random(in: 1...99, using: &generator)
+                    })
+            ).sorted()
+            if round % 2 == 1 {
+                keys.shuffle(using: &generator)
+            }
+            let tables = try StoreCoordinator.loadTables(contents(keys), model: model)
+            var loaded: [Int64] = []
+            tables[0].snapshot.forEachLiveRow { loaded.append($0.primaryKey) }
+            #expect(loaded == keys.sorted())
+            guard let duplicate = keys.randomElement(using: &generator) else { continue }
+            // A duplicate in order, out of order, adjacent or not, is refused.
+            var withDuplicate = keys
+            withDuplicate.insert(duplicate, at: Int.random(in: 0...keys.count, using: &generator))
+            #expect(throws: StoreError.self) { try StoreCoordinator.loadTables(contents(withDuplicate), model: model) }
+        }
+    }
 }
