@@ -207,7 +207,10 @@ public final class JournalStore: PersistentStore {
     static func contents(of snapshot: JournalPayload.Snapshot, bytes: [UInt8], url: URL?) -> StoreContents {
         var rows: [String: [StoredRow]] = [:]
         for (index, entity) in snapshot.schema.enumerated() {
-            rows[entity.name] = snapshot.rows[index].map { StoredRow(primaryKey: $0.key, values: $0.value) }
+            // In key order, as the coordinator keeps them (it then neither sorts nor hashes them).
+            var entityRows = snapshot.rows[index].map { StoredRow(primaryKey: $0.key, values: $0.value) }
+            entityRows.sort { $0.primaryKey < $1.primaryKey }
+            rows[entity.name] = entityRows
         }
         var contents = StoreContents(
             metadata: snapshot.metadata, schema: snapshot.schema, rows: rows, history: snapshot.history)
