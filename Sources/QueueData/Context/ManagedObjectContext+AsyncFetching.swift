@@ -35,7 +35,9 @@ extension ManagedObjectContext {
                     }
                 }
             case .success(let ids):
-                self.registerInSlices(ids, from: 0) { registered in
+                let held = SliceObjects()
+                self.registerInSlices(ids, from: 0, holding: held) { registered in
+                    held.objects = []
                     delivery.value(
                         registered.flatMap { Swift.Result { try self.registeredObjects(ids, as: Result.self) } })
                 }
@@ -48,10 +50,12 @@ extension ManagedObjectContext {
     static let asynchronousRegistrationSlice = 2048
 
     /// Registers the objects of `ids` from `start` on, one slice per block on the context's
-    /// queue, then runs `done` on the queue, in a marked block, with the outcome.
+    /// queue (kept in `held`, so that the end of each block does not let them go), then runs
+    /// `done` on the queue, in a marked block, with the outcome.
     private func registerInSlices(
         _ ids: [ObjectID],
         from start: Int,
+        holding held: SliceObjects,
         _ done: @escaping @Sendable (Swift.Result<Void, any Error>) -> Void
     ) {
         queue.async {
@@ -59,13 +63,13 @@ extension ManagedObjectContext {
             self.confinement.withContextBlock {
                 let end = min(start + Self.asynchronousRegistrationSlice, ids.count)
                 do {
-                    _ = try self.registeredObjects(Array(ids[start..<end]), as: ManagedObject.self)
+                    held.objects += try self.registeredObjects(Array(ids[start..<end]), as: ManagedObject.self)
                 } catch {
                     done(.failure(error))
                     return
                 }
                 if end < ids.count {
-                    self.registerInSlices(ids, from: end, done)
+                    self.registerInSlices(ids, from: end, holding: held, done)
                 } else {
                     done(.success(()))
                 }
@@ -91,17 +95,21 @@ extension ManagedObjectContext {
     ) async throws -> Value {
         let ids = try await fetchObjectIDs(request)
         let work = UncheckedSendableBox(body)
-        // Registered a slice per block, so that the context's queue is never held for long.
+        // Registered a slice per block, so that the context's queue is never held for long
+        // (and held meanwhile, so that the end of each block does not let them go).
+        let held = SliceObjects()
         var start = 0
         while ids.count - start > Self.asynchronousRegistrationSlice {
             let slice = Array(ids[start..<(start + Self.asynchronousRegistrationSlice)])
             try await performIfOpen { () throws -> Void in
-                _ = try self.registeredObjects(slice, as: ManagedObject.self)
+                held.objects += try self.registeredObjects(slice, as: ManagedObject.self)
             }
             start += Self.asynchronousRegistrationSlice
         }
         return try await performIfOpen { () throws -> Value in
-            try work.value(try self.registeredObjects(ids, as: Result.self))
+            let objects = try self.registeredObjects(ids, as: Result.self)
+            held.objects = []
+            return try work.value(objects)
         }
     }
 
@@ -176,4 +184,13 @@ extension ManagedObjectContext {
             return object as? Result
         }
     }
+}
+
+/// The objects an asynchronous fetch registered in its earlier slices, held until the last
+/// slice's block delivers them.
+///
+/// `@unchecked Sendable`: it crosses to the context's queue between blocks, and is read and
+/// written only there, one block at a time.
+final class SliceObjects: @unchecked Sendable {
+    var objects: [ManagedObject] = []
 }

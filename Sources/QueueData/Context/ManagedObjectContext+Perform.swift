@@ -129,19 +129,27 @@ extension QueueConfinement {
     /// if it is still alive and its manager open, whether `body` returned or threw.
     ///
     /// With an undo manager that groups by event, the block is an undo group.
+    ///
+    /// The outermost such block (not nested in another block or operation of the same context)
+    /// then lets go of the unreferenced objects (see
+    /// ``ManagedObjectContext/retainsRegisteredObjects``).
     func withContextBlock<Result>(_ body: () throws -> Result) rethrows -> Result {
-        try withMarkedBlock {
+        let isOutermost = !isInsideMarkedBlock
+        return try withMarkedBlock {
             let undoManager = context?.undoManagerValue
             let grouped = undoManager?.beginEventGroup() ?? false
-            defer { endBlock(grouped ? undoManager : nil) }
+            defer { endBlock(grouped ? undoManager : nil, isOutermost: isOutermost) }
             return try body()
         }
     }
 
-    private func endBlock(_ undoManager: UndoManager?) {
+    private func endBlock(_ undoManager: UndoManager?, isOutermost: Bool) {
         if isValid, let context {
             context.processPendingChangesOnQueue()
             undoManager?.endEventGroup()
+            if isOutermost {
+                context.releaseUnreferencedObjects()
+            }
         }
     }
 }

@@ -382,6 +382,7 @@ extension ManagedObjectContext {
     }
 
     func clearPendingChanges() {
+        notePendingObjectsAsReleaseCandidates()
         pendingInserts.removeAll()
         pendingUpdates.removeAll()
         pendingDeletes.removeAll()
@@ -448,6 +449,8 @@ extension ManagedObjectContext {
                 }
             }
             registry = Array(repeating: [:], count: registry.count)
+            releaseCandidates.removeAll()
+            objectsKeptAtLastFullCheck = 0
             temporaryKeysFromParent.removeAll()
             undoManagerValue?.forgetEverything()
             postObjectsDidChange(ObjectsDidChange(invalidatedAllObjects: true))

@@ -15,8 +15,11 @@ import Foundation
 /// (``newChildContext()``) is a scratchpad over another context: it reads through its
 /// ``parent`` and saves into it instead.
 ///
-/// A context keeps every object it registered (fetched, inserted or looked up) until
-/// ``reset()``; for long-running imports, reset between batches to keep memory flat.
+/// A context holds its objects with pending changes until they are saved or rolled back,
+/// and lets go of the others once nothing outside it references them, at the end of the
+/// block that `perform` or `performAndWait` runs (``retainsRegisteredObjects``, `false` by
+/// default, keeps every one until ``reset()``). A long import inside one block keeps what it
+/// registered until the block ends: split it into blocks, or reset between batches.
 ///
 /// `@unchecked Sendable`: references to a context may cross threads (to call `perform`),
 /// but all of its mutable state is touched only on `queue`, which every entry point checks.
@@ -80,6 +83,15 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The permanent keys a child's objects took, by their temporary keys (references read
     /// before they changed still find them).
     var adoptedPermanentKeys: [Int64: Int64] = [:]
+    /// See ``retainsRegisteredObjects``.
+    var retainsRegisteredObjectsValue = false
+    /// Registered objects that may have become releasable since the last check (registered,
+    /// saved or rolled back), by entity and key: checked at the end of the block.
+    var releaseCandidates: [(entityIndex: Int, key: Int64)] = []
+    /// Whether the next check looks at every registered object instead of the candidates.
+    var checksEveryRegisteredObject = false
+    /// How many objects the registry kept at the last check of every object.
+    var objectsKeptAtLastFullCheck = 0
 
     /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
     ///   for the private contexts of asynchronous fetches, which only read committed rows).
@@ -195,7 +207,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
         return Set(pendingDeletes.lazy.filter(Self.isPendingDelete))
     }
 
-    /// Every object the context holds.
+    /// Every object registered in the context: its objects with pending changes, the objects
+    /// it registered during the current block, and the others that something outside the
+    /// context still referenced when it last checked (see ``retainsRegisteredObjects``).
     ///
     /// - Important: Call on the context's queue.
     public var registeredObjects: Set<ManagedObject> {
@@ -394,6 +408,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         object._state = []
         let index = object._objectID.key.entityIndex!
         registry[index][object._objectID.rawValue] = object
+        noteReleaseCandidate(entityIndex: index, key: object._objectID.rawValue)
         if object._objectID.rawValue < 0 {
             // Only a child registers rows with temporary keys: its parent's inserted objects.
             temporaryKeysFromParent.append((index, object._objectID.rawValue))

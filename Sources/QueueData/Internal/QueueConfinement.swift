@@ -106,8 +106,17 @@ final class QueueConfinement: @unchecked Sendable {
         }
         // A context block that called another context's `performAndWait` still owns this
         // queue (it is blocked in `sync`), so its objects remain usable there.
-        var frame = qd_confinement_frames()
+        return isInsideMarkedBlock
+    }
+
+    /// Whether the calling thread is inside one of this confinement's marked blocks (its
+    /// innermost block or one below it, when another context's block is nested in it).
+    var isInsideMarkedBlock: Bool {
         let token = self.token
+        if qd_confinement_current() == token {
+            return true
+        }
+        var frame = qd_confinement_frames()
         while let current = frame {
             let pointer = current.assumingMemoryBound(to: ConfinementFrame.self)
             if pointer.pointee.token == token {

@@ -34,7 +34,7 @@ struct ChildContextMergeTests {
             try parent.save()
             return object.objectID
         }
-        let child = parent.performAndWait { parent.newChildContext() }
+        let child = parent.performAndWait { parent.newChildContext() }.retainingRegisteredObjects()
         try child.performAndWait { _ = try child.existingObject(with: id) }
         try parent.performAndWait {
             try parent.existingObject(with: id, as: Destination.self).rating = 3
@@ -68,7 +68,7 @@ struct ChildContextMergeTests {
             let manager = makeManager()
             let parent = try makeContext(manager, "parent")
             let ids = try seedDestinations(parent, ["x"])
-            let child = parent.performAndWait { parent.newChildContext() }
+            let child = parent.performAndWait { parent.newChildContext() }.retainingRegisteredObjects()
             try child.performAndWait { _ = try child.existingObject(with: ids[0]) }
             try parent.performAndWait { parent.delete(try parent.existingObject(with: ids[0])) }
             try child.performAndWait {
@@ -103,7 +103,7 @@ struct ChildContextMergeTests {
             parent.delete(doomed)
             return (doomed.objectID, sketch.objectID, kept.objectID)
         }
-        let child = parent.performAndWait { parent.newChildContext() }
+        let child = parent.performAndWait { parent.newChildContext() }.retainingRegisteredObjects()
         try child.performAndWait {
             #expect(child.object(with: doomedID) == nil)
             let sketch = try child.existingObject(with: sketchID, as: Sketch.self)
@@ -123,7 +123,7 @@ struct ChildContextMergeTests {
     func pushAfterParentSavedInserts() throws {
         let manager = graphManager("memory", TemporaryDirectory("child-repush"))
         let parent = try makeContext(manager, "parent")
-        let child = parent.performAndWait { parent.newChildContext() }
+        let child = parent.performAndWait { parent.newChildContext() }.retainingRegisteredObjects()
         try child.performAndWait {
             let explorer = child.insert(Explorer.self)
             explorer.name = "E"
@@ -175,7 +175,7 @@ struct ChildContextMergeTests {
             tag.label = "t"
             return tag.objectID
         }
-        let child = parent.performAndWait { parent.newChildContext() }
+        let child = parent.performAndWait { parent.newChildContext() }.retainingRegisteredObjects()
         let newID = try child.performAndWait {
             let explorer = try child.existingObject(with: explorerID, as: Explorer.self)
             #expect(explorer.expeditions.map(\.title) == ["old"])
@@ -213,7 +213,7 @@ struct ChildContextMergeTests {
         try check(makeContext(manager, "reader"))
 
         // A deletion in the child cascades there; the parent gets every deletion.
-        let child2 = parent.performAndWait { parent.newChildContext() }
+        let child2 = parent.performAndWait { parent.newChildContext() }.retainingRegisteredObjects()
         try child2.performAndWait {
             child2.delete(try child2.existingObject(with: explorerID))
             try child2.save()

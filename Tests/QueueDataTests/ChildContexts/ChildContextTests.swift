@@ -32,7 +32,7 @@ struct ChildContextTests {
             d.rating = 7
             return d.objectID
         }
-        let child = parent.performAndWait { parent.newChildContext() }
+        let child = parent.performAndWait { parent.newChildContext() }.retainingRegisteredObjects()
         #expect(child.parent === parent)
         #expect(parent.parent == nil)
         #expect(try childNames(child) == ["a", "c", "d"])
@@ -291,7 +291,7 @@ struct ChildContextTests {
     func nestedTemporaryIDsAfterRootSave() throws {
         let manager = makeManager()
         let root = try makeContext(manager, "root")
-        let middle = root.performAndWait { root.newChildContext() }
+        let middle = root.performAndWait { root.newChildContext() }.retainingRegisteredObjects()
         let leaf = middle.performAndWait { middle.newChildContext() }
         let id = try leaf.performAndWait {
             let object = leaf.insert(Destination.self)

@@ -271,7 +271,7 @@ struct MergePolicyTests {
     @Test("a custom policy can fail some conflicts: the save throws with those, and writes nothing")
     func customPartialFailure() throws {
         let manager = makeManager(model: fixtureModel)
-        let a = try makeContext(manager, "A")
+        let a = try makeRetainingContext(manager, "A")
         let b = try makeContext(manager, "B")
         let ids = try a.performAndWait {
             a.automaticallyMergesChangesFromOtherContexts = false
@@ -313,6 +313,7 @@ struct MergePolicyTests {
             let b = try manager.createContext()
             let id = try a.performAndWait {
                 a.automaticallyMergesChangesFromOtherContexts = false
+                a.retainsRegisteredObjects = true
                 let object = a.insert(Fixture.self)
                 try a.save()
                 return object.objectID
@@ -334,7 +335,7 @@ struct MergePolicyTests {
     @Test("refresh with mergeChanges re-reads committed values and keeps local changes, never conflicting")
     func refreshAvoidsConflicts() throws {
         let manager = makeManager(model: fixtureModel)
-        let a = try makeContext(manager, "A")
+        let a = try makeRetainingContext(manager, "A")
         let b = try makeContext(manager, "B")
         let id = try a.performAndWait {
             let object = a.insert(Fixture.self)

@@ -11,7 +11,7 @@ struct MergeTests {
 
     init() throws {
         writer = try makeContext(manager, "writer")
-        reader = try makeContext(manager, "reader")
+        reader = try makeRetainingContext(manager, "reader")
     }
 
     @Test("a merge updates registered objects and keeps their unsaved local edits")

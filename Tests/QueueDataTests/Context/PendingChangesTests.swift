@@ -149,7 +149,7 @@ struct PendingChangesTests {
     @Test("refresh reports the object as refreshed, or deleted when another context deleted it")
     func refresh() throws {
         let manager = makeManager()
-        let context = try makeContext(manager, "refresh")
+        let context = try makeRetainingContext(manager, "refresh")
         let other = try makeContext(manager, "other")
         let ids = try seedDestinations(context, ["a", "b"])
         context.performAndWait { context.automaticallyMergesChangesFromOtherContexts = false }
@@ -199,7 +199,7 @@ struct PendingChangesTests {
     @Test("a save reports what its commit changed beyond the context's own changes: an upsert")
     func upsertReported() throws {
         let manager = ContextManager(delegate: TestStoreDelegate(model: uniquenessModel))
-        let context = try makeContext(manager, "upsert")
+        let context = try makeRetainingContext(manager, "upsert")
         let existing = try context.performAndWait {
             let country = context.insert(Country.self)
             country.code = "PT"

@@ -148,7 +148,7 @@ struct SaveTests {
     func updateOfDeletedObjectConflicts() throws {
         let manager = makeManager()
         let first = try makeContext(manager, "first")
-        let second = try makeContext(manager, "second")
+        let second = try makeRetainingContext(manager, "second")
         let ids = try seedDestinations(first, ["A", "B"])
         second.performAndWait {
             second.automaticallyMergesChangesFromOtherContexts = false
@@ -177,7 +177,7 @@ struct SaveTests {
     func doubleDelete() throws {
         let manager = makeManager()
         let first = try makeContext(manager, "first")
-        let second = try makeContext(manager, "second")
+        let second = try makeRetainingContext(manager, "second")
         let ids = try seedDestinations(first, ["A"])
         second.performAndWait {
             second.automaticallyMergesChangesFromOtherContexts = false
@@ -252,7 +252,7 @@ struct SaveTests {
     func refresh() throws {
         let manager = makeManager()
         let first = try makeContext(manager, "first")
-        let second = try makeContext(manager, "second")
+        let second = try makeRetainingContext(manager, "second")
         let ids = try seedDestinations(first, ["A"])
         second.performAndWait {
             second.automaticallyMergesChangesFromOtherContexts = false

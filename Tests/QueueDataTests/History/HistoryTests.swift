@@ -188,7 +188,7 @@ struct HistoryTests {
         let manager = HistoryStore.inMemory.manager(TemporaryDirectory("unused"))
         defer { manager.close() }
         let writer = try makeContext(manager, "writer")
-        let reader = try makeContext(manager, "reader")
+        let reader = try makeRetainingContext(manager, "reader")
         let ids = try seedDestinations(writer, ["a", "b"])
         let (a, token) = try reader.performAndWait {
             reader.automaticallyMergesChangesFromOtherContexts = false

@@ -395,8 +395,13 @@ struct FetchedResultsControllerTests {
         }
         let registered = context.performAndWait { context.registeredObjects.count }
         #expect(registered == 0, "a batched controller materializes nothing until asked")
-        context.performAndWait { _ = controller.object(at: IndexPath(indexes: [0, 10_000])) }
-        #expect(context.performAndWait { context.registeredObjects.count } == 50, "one batch")
+        let batch = context.performAndWait {
+            _ = controller.object(at: IndexPath(indexes: [0, 10_000]))
+            return context.registeredObjects.count
+        }
+        #expect(batch == 50, "one batch")
+        // Nothing holds the batch's objects once the block ended: the context let them go.
+        #expect(context.performAndWait { context.registeredObjects.count } == 0)
         try other.performAndWait {
             let place = try other.fetch(
                 FetchRequest<Place>(predicate: #Predicate { $0.name == "010000" }))[0]

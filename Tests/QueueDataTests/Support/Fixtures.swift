@@ -148,3 +148,20 @@ func seedDestinations(_ context: ManagedObjectContext, _ names: [String]) throws
         return objects.map(\.objectID)
     }
 }
+
+/// A context that keeps every object it registers (`retainsRegisteredObjects`), for tests
+/// that find objects again with `registeredObjects` or rely on a stale registered instance
+/// in a later block.
+func makeRetainingContext(_ manager: ContextManager, _ label: String) throws -> ManagedObjectContext {
+    let context = try makeContext(manager, label)
+    context.performAndWait { context.retainsRegisteredObjects = true }
+    return context
+}
+
+extension ManagedObjectContext {
+    /// The context, set to keep every object it registers (see `makeRetainingContext`).
+    func retainingRegisteredObjects() -> ManagedObjectContext {
+        performAndWait { retainsRegisteredObjects = true }
+        return self
+    }
+}

@@ -13,7 +13,7 @@ struct UndoAcrossSavesTests {
     func undoSavedInsertionKeepsLinkedObject(_ store: LifecycleStore) throws {
         let directory = TemporaryDirectory("undo-saved-insertion-link-\(store)")
         let manager = undoModelManager(store, directory)
-        let context = try makeContext(manager, "undo")
+        let context = try makeRetainingContext(manager, "undo")
         let layerID = try context.performAndWait {
             let layer = context.insert(Layer.self)
             layer.uid = "l1"
@@ -56,7 +56,7 @@ struct UndoAcrossSavesTests {
         // undoing the album's deletion (which the cascade joined) must not resurrect it.
         let directory = TemporaryDirectory("undo-later-cascaded-\(store)")
         let manager = undoModelManager(store, directory)
-        let context = try makeContext(manager, "undo")
+        let context = try makeRetainingContext(manager, "undo")
         try context.performAndWait {
             let album = context.insert(Album.self)
             album.uid = "a2"
@@ -96,7 +96,7 @@ struct UndoAcrossSavesTests {
     func undoSavedDeletionOfRelinkedObject(_ store: LifecycleStore) throws {
         let directory = TemporaryDirectory("undo-saved-deletion-relink-\(store)")
         let manager = undoModelManager(store, directory)
-        let context = try makeContext(manager, "undo")
+        let context = try makeRetainingContext(manager, "undo")
         let (albumID, sketchID) = try UndoTests.seed(context)
         context.performAndWait { context.undoManager = UndoManager() }
         let before = try UndoRandomTests.storedSignature(manager)
@@ -134,7 +134,7 @@ struct UndoAcrossSavesTests {
     func undoLeavesNoNetChange(_ store: LifecycleStore) throws {
         let directory = TemporaryDirectory("undo-no-net-change-\(store)")
         let manager = undoModelManager(store, directory)
-        let context = try makeContext(manager, "undo")
+        let context = try makeRetainingContext(manager, "undo")
         let (_, sketchID) = try UndoTests.seed(context)
         context.performAndWait { context.undoManager = UndoManager() }
         // One group: the sketch gets a layer that is deleted again (no net change to the sketch).

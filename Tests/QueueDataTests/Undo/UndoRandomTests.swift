@@ -36,7 +36,7 @@ struct UndoRandomTests {
                     &+ UInt64(LifecycleStore.allCases.firstIndex(of: store)!))
             let directory = TemporaryDirectory("undo-random-\(store)")
             let manager = undoModelManager(store, directory)
-            let context = try makeContext(manager, "undo-random")
+            let context = try makeRetainingContext(manager, "undo-random")
             var counter = 0
             try context.performAndWait {
                 for _ in 0..<8 {

@@ -1,0 +1,163 @@
+extension ManagedObjectContext {
+    /// Whether the context keeps every object it registered (default `false`), as Core Data's
+    /// `retainsRegisteredObjects`.
+    ///
+    /// When `false`, the context holds its objects with pending changes (inserted, updated or
+    /// deleted) strongly until they are saved or rolled back, and the others as if weakly: an
+    /// object without changes that nothing outside the context references any more is let go,
+    /// and fetching it again (or ``object(with:)``) makes a new instance holding its current
+    /// committed values. While anything references an object, the context returns that same
+    /// instance, so identity comparisons keep working.
+    ///
+    /// Objects are let go at the end of a block the context runs — `perform`,
+    /// `performAndWait`, `enqueue`, `try await perform`, `performChanges` (the outermost one
+    /// when they nest) — as Core Data's objects go when the event's autorelease pool drains,
+    /// never in the middle of one: inside a block, an object fetched and dropped is still
+    /// registered (``registeredObjects``, ``registeredObject(for:)``) and a fetch returns it
+    /// again. Each block's end checks the objects registered, saved or rolled back since the
+    /// last check; the objects the context kept at a check are checked again once it has
+    /// registered, saved or rolled back a quarter as many since (or 64, when it kept fewer),
+    /// so memory follows what the app holds and the checks cost a constant per object. Code
+    /// that runs on the queue outside these blocks (a block submitted to the queue directly)
+    /// lets go of nothing until the next one; a long import inside one block keeps what it
+    /// registered until the block ends.
+    ///
+    /// When `true`, the context keeps every registered object until ``reset()`` (or until it
+    /// leaves the context: deleted and saved, or discarded by `rollback()`); setting it back to
+    /// `false` has the next block's end check every object.
+    ///
+    public var retainsRegisteredObjects: Bool {
+        get {
+            checkConfined()
+            return retainsRegisteredObjectsValue
+        }
+        set {
+            checkConfined()
+            retainsRegisteredObjectsValue = newValue
+            releaseCandidates.removeAll()
+            checksEveryRegisteredObject = !newValue
+        }
+    }
+
+    /// The object registered in the context for `objectID`, or `nil` (never loads one from
+    /// the store, unlike ``object(with:)``): Core Data's `registeredObject(for:)`.
+    ///
+    /// See ``retainsRegisteredObjects`` for how long objects stay registered.
+    ///
+    /// - Important: Call on the context's queue.
+    public func registeredObject(for objectID: ObjectID) -> ManagedObject? {
+        checkConfined()
+        guard let entityIndex = entityIndex(of: objectID) else { return nil }
+        return registry[entityIndex][objectID.rawValue]
+    }
+
+    /// Notes that the object registered for `key` may have become releasable (it was
+    /// registered, saved or rolled back), for the check at the end of the block.
+    func noteReleaseCandidate(entityIndex: Int, key: Int64) {
+        guard !retainsRegisteredObjectsValue, !checksEveryRegisteredObject else { return }
+        if releaseCandidates.count >= Swift.max(64, objectsKeptAtLastFullCheck / 4) {
+            // Checking them one by one would cost more than checking every object.
+            checksEveryRegisteredObject = true
+            releaseCandidates.removeAll(keepingCapacity: true)
+            return
+        }
+        releaseCandidates.append((entityIndex, key))
+    }
+
+    /// Notes the objects of the pending-change lists that stay registered (their changes are
+    /// about to be saved or discarded).
+    func notePendingObjectsAsReleaseCandidates() {
+        guard !retainsRegisteredObjectsValue, !checksEveryRegisteredObject else { return }
+        for list in [pendingInserts, pendingUpdates, pendingDeletes] {
+            for object in list where !object._state.contains(.detached) {
+                guard let entityIndex = object._objectID.key.entityIndex else { continue }
+                noteReleaseCandidate(entityIndex: entityIndex, key: object._objectID.rawValue)
+            }
+        }
+    }
+
+    /// Lets go of the registered objects that have no pending changes and that nothing
+    /// outside the registry references: the noted candidates, or every object when the
+    /// candidates were too many (or ``retainsRegisteredObjects`` was turned off).
+    ///
+    /// Called only where no QueueData code of this context is in progress (the end of the
+    /// outermost block), since library code may hold objects through the registry alone.
+    func releaseUnreferencedObjects() {
+        guard !retainsRegisteredObjectsValue else { return }
+        if checksEveryRegisteredObject {
+            checksEveryRegisteredObject = false
+            releaseCandidates.removeAll()
+            var kept = 0
+            for entityIndex in registry.indices {
+                releaseUnreferencedObjects(ofEntity: entityIndex)
+                kept += registry[entityIndex].count
+            }
+            objectsKeptAtLastFullCheck = kept
+            return
+        }
+        guard !releaseCandidates.isEmpty else { return }
+        let candidates = releaseCandidates
+        releaseCandidates = []
+        for (entityIndex, key) in candidates {
+            guard let index = registry[entityIndex].index(forKey: key) else { continue }
+            if Self.isUnreferenced(in: &registry[entityIndex], at: index) {
+                registry[entityIndex].remove(at: index)
+            }
+        }
+    }
+
+    /// Lets go of the unreferenced objects of one entity. When they are most of its objects
+    /// (a fetch whose result was dropped), the few kept are copied into a new identity map and
+    /// the old one is freed whole, instead of removing each object by its key.
+    private func releaseUnreferencedObjects(ofEntity entityIndex: Int) {
+        // Moved out of the context while it is walked: a local map is read without dynamic
+        // exclusivity checks on the context's stored property.
+        var map: [Int64: ManagedObject] = [:]
+        swap(&map, &registry[entityIndex])
+        defer { swap(&map, &registry[entityIndex]) }
+        var releasedCount = 0
+        var index = map.startIndex
+        while index != map.endIndex {
+            if Self.isUnreferenced(in: &map, at: index) {
+                releasedCount += 1
+            }
+            map.formIndex(after: &index)
+        }
+        guard releasedCount > 0 else { return }
+        if releasedCount * 2 >= map.count {
+            // Retaining a kept object does not change whether the others are referenced.
+            var kept = [Int64: ManagedObject](minimumCapacity: map.count - releasedCount)
+            index = map.startIndex
+            while index != map.endIndex {
+                if !Self.isUnreferenced(in: &map, at: index) {
+                    kept[map.keys[index]] = map.values[index]
+                }
+                map.formIndex(after: &index)
+            }
+            map = kept
+        } else {
+            var released: [Int64] = []
+            released.reserveCapacity(releasedCount)
+            index = map.startIndex
+            while index != map.endIndex {
+                if Self.isUnreferenced(in: &map, at: index) {
+                    released.append(map.keys[index])
+                }
+                map.formIndex(after: &index)
+            }
+            for key in released {
+                map.removeValue(forKey: key)
+            }
+        }
+    }
+
+    /// Whether the object at `index` of `map` has no pending changes and is referenced only
+    /// by `map` (the test needs the map's own reference: it must not be copied out first).
+    private static func isUnreferenced(
+        in map: inout [Int64: ManagedObject],
+        at index: [Int64: ManagedObject].Index
+    ) -> Bool {
+        guard isKnownUniquelyReferenced(&map.values[index]) else { return false }
+        return map.values[index]._state.isDisjoint(with: [.inserted, .updated, .deleted, .noted])
+    }
+}
