@@ -196,7 +196,7 @@ struct ObjectLifetimeTests {
         let rounds = ProcessInfo.processInfo.environment["QUEUEDATA_LIFETIME_ROUNDS"].flatMap(Int.init) ?? 150
         var generator = SystemRandomNumberGenerator()
         let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
-        var random = SplitMix(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let (manager, ids) = try seeded(600, "lifetime-random")
         let context = try makeContext(manager, "lifetime-random")
         var held: [ObjectID: Destination] = [:]
@@ -275,22 +275,5 @@ private final class WeakDestination {
 
     init(object: Destination) {
         self.object = object
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing round can be replayed from its seed.
-private struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

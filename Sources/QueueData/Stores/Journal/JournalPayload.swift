@@ -10,8 +10,8 @@ enum JournalPayload {
     struct Snapshot {
         var metadata: StoreMetadata
         var schema: [EntityDescription]
-        /// Rows of each entity of `schema`, by primary key.
-        var rows: [[Int64: [StoredValue]]]
+        /// Rows of each entity of `schema`.
+        var rows: [JournalRows]
         /// The persistent history (format 4), with the transactions of the records replayed.
         var history: StoreHistory?
     }
@@ -188,12 +188,11 @@ enum JournalPayload {
                 throw reader.error("two primary key counters name '\(entityName)'")
             }
         }
-        var rows: [[Int64: [StoredValue]]] = []
+        var rows: [JournalRows] = []
         for entity in schema {
             let minimumRowSize = 1 + entity.columnCount
             let rowCount = try reader.readCount(minimumElementSize: minimumRowSize, "row")
-            var entityRows: [Int64: [StoredValue]] = [:]
-            entityRows.reserveCapacity(rowCount)
+            var entityRows = JournalRows(reservingCapacity: rowCount)
             var previous: Int64 = 0
             for _ in 0..<rowCount {
                 let delta = try reader.readVarint()
@@ -201,7 +200,7 @@ enum JournalPayload {
                     throw reader.error("primary keys of '\(entity.name)' are not ascending")
                 }
                 previous += Int64(delta)
-                entityRows[previous] = try readValues(&reader, count: entity.columnCount)
+                entityRows.append(try readValues(&reader, count: entity.columnCount), forKey: previous)
             }
             rows.append(entityRows)
         }
@@ -418,7 +417,7 @@ enum JournalPayload {
     static func applyChanges(
         _ reader: inout BinaryReader,
         schema: [EntityDescription],
-        to rows: inout [[Int64: [StoredValue]]],
+        to rows: inout [JournalRows],
         nextPrimaryKeys: inout [String: Int64],
         history: inout StoreHistory?,
         onRow: ((Int, Int64) -> Void)? = nil

@@ -208,9 +208,7 @@ public final class JournalStore: PersistentStore {
         var rows: [String: [StoredRow]] = [:]
         for (index, entity) in snapshot.schema.enumerated() {
             // In key order, as the coordinator keeps them (it then neither sorts nor hashes them).
-            var entityRows = snapshot.rows[index].map { StoredRow(primaryKey: $0.key, values: $0.value) }
-            entityRows.sort { $0.primaryKey < $1.primaryKey }
-            rows[entity.name] = entityRows
+            rows[entity.name] = snapshot.rows[index].storedRows()
         }
         var contents = StoreContents(
             metadata: snapshot.metadata, schema: snapshot.schema, rows: rows, history: snapshot.history)
@@ -347,7 +345,7 @@ public final class JournalStore: PersistentStore {
                     snapshotBytes = record.payload.count
                     if let onRow {
                         for (entityIndex, rows) in decoded.rows.enumerated() {
-                            for primaryKey in rows.keys {
+                            rows.forEachKey { primaryKey in
                                 onRow(entityIndex, primaryKey, offset)
                             }
                         }
