@@ -14,18 +14,21 @@ extension ManagedObjectContext {
     /// when they nest) — as Core Data's objects go when the event's autorelease pool drains,
     /// never in the middle of one: inside a block, an object fetched and dropped is still
     /// registered (``registeredObjects``, ``registeredObject(for:)``) and a fetch returns it
-    /// again. Each block's end checks the objects registered, saved or rolled back since the
-    /// last check; the objects the context kept at a check are checked again once it has
-    /// registered, saved or rolled back a quarter as many since (or 64, when it kept fewer),
-    /// so memory follows what the app holds and the checks cost a constant per object. Code
-    /// that runs on the queue outside these blocks (a block submitted to the queue directly)
-    /// lets go of nothing until the next one; a long import inside one block keeps what it
-    /// registered until the block ends.
+    /// again. A context holding up to 256 objects checks them all at the end of every block,
+    /// so an object goes at the end of the first block after the last reference to it did.
+    /// One holding more checks the objects registered, saved or rolled back since its last
+    /// check, and all of them again once it has registered, saved or rolled back a quarter as
+    /// many as it kept then (an object it kept because something referenced it, and that
+    /// nothing does any more, goes then), so memory follows what the app holds and the
+    /// checks cost a constant per object. Code that runs on the queue outside these blocks (a
+    /// block submitted to the queue directly) lets go of nothing until the next one; a long
+    /// import inside one block keeps what it registered until the block ends.
     ///
     /// When `true`, the context keeps every registered object until ``reset()`` (or until it
     /// leaves the context: deleted and saved, or discarded by `rollback()`); setting it back to
     /// `false` has the next block's end check every object.
     ///
+    /// - Important: Call on the context's queue.
     public var retainsRegisteredObjects: Bool {
         get {
             checkConfined()
@@ -50,6 +53,10 @@ extension ManagedObjectContext {
         guard let entityIndex = entityIndex(of: objectID) else { return nil }
         return registry[entityIndex][objectID.rawValue]
     }
+
+    /// Up to how many registered objects the end of every block checks them all (above, the
+    /// objects registered, saved or rolled back since, and all once enough were).
+    static let registeredObjectsAlwaysChecked = 256
 
     /// Notes that the object registered for `key` may have become releasable (it was
     /// registered, saved or rolled back), for the check at the end of the block.
@@ -84,7 +91,9 @@ extension ManagedObjectContext {
     /// outermost block), since library code may hold objects through the registry alone.
     func releaseUnreferencedObjects() {
         guard !retainsRegisteredObjectsValue else { return }
-        if checksEveryRegisteredObject {
+        if checksEveryRegisteredObject
+            || registry.reduce(0, { $0 + $1.count }) <= Self.registeredObjectsAlwaysChecked
+        {
             checksEveryRegisteredObject = false
             releaseCandidates.removeAll()
             var kept = 0

@@ -71,6 +71,50 @@ struct ObjectLifetimeTests {
         }
     }
 
+    @Test("an object held across blocks goes at the end of the first block after it was dropped")
+    func droppedAfterBeingHeld() throws {
+        let (manager, ids) = try seeded(3, "lifetime-dropped")
+        let context = try makeContext(manager, "lifetime-dropped")
+        var held: Destination? = try context.performAndWait {
+            try context.existingObject(with: ids[1], as: Destination.self)
+        }
+        weak let weakObject = held
+        context.performAndWait {}
+        #expect(weakObject != nil)
+        #expect(context.performAndWait { context.registeredObject(for: ids[1]) } === held)
+        held = nil
+        #expect(weakObject != nil)  // the context still holds it…
+        context.performAndWait {}
+        #expect(weakObject == nil)  // …until the end of the next block
+        #expect(context.performAndWait { context.registeredObjects.isEmpty })
+    }
+
+    @Test("a context holding many objects lets go of one dropped later once it registered enough others")
+    func droppedInALargeContext() throws {
+        let (manager, ids) = try seeded(3_000, "lifetime-large")
+        let context = try makeContext(manager, "lifetime-large")
+        var held = try context.performAndWait {
+            try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating < 2_000 }))
+        }
+        let position = try #require(context.performAndWait { held.firstIndex { $0.objectID == ids[0] } })
+        weak let weakObject = held[position]
+        held.remove(at: position)
+        #expect(held.count == 1_999)
+        // The next blocks register nothing: the dropped object stays registered…
+        context.performAndWait {}
+        #expect(weakObject != nil)
+        #expect(context.performAndWait { context.registeredObjects.count } == 2_000)
+        // …until the context registered a quarter as many as it kept (and let them go too).
+        let others = try context.performAndWait {
+            try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating >= 2_000 })).count
+        }
+        #expect(others == 1_000)
+        #expect(weakObject == nil)
+        #expect(context.performAndWait { context.registeredObjects.count } == 1_999)
+        let kept = context.performAndWait { held.allSatisfy { context.registeredObject(for: $0.objectID) === $0 } }
+        #expect(kept)
+    }
+
     @Test("objects with changes are held until saved or rolled back, then let go")
     func changedObjectsAreHeldUntilSaved() throws {
         let (manager, ids) = try seeded(3, "lifetime-changed")
