@@ -478,10 +478,12 @@ if shouldRun("merge") {
     let manager = try loadedManager(Array(records.prefix(objectsPerSave)))
     let writer = try manager.createContext()
     let contexts = try (0..<receivers).map { _ in try manager.createContext() }
-    for context in contexts {
+    // Each context holds the objects it fetched (as a screen showing them would): a context
+    // lets go of the objects nothing references, and a merge skips objects it does not hold.
+    let held = try contexts.map { context in
         try context.performAndWait {
             context.automaticallyMergesChangesFromOtherContexts = false
-            _ = try context.fetch(FetchRequest<Record>())
+            return try context.fetch(FetchRequest<Record>())
         }
     }
     let captured = NotificationCapture(object: writer)
@@ -525,6 +527,7 @@ if shouldRun("merge") {
             subject: merge,
             baseline: baseline, baselineName: "fetch + set 2 attributes + rollback", unit: "µs", goal: nil,
             absoluteGoal: 0.5e-6))
+    withExtendedLifetime(held) {}
     manager.close()
 }
 
