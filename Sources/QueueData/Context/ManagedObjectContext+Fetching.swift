@@ -383,7 +383,7 @@ extension ManagedObject {
     /// Replaces the row of a scratch object used to evaluate predicates on committed rows.
     final func _load(_ values: [StoredValue]) {
         values.withUnsafeBufferPointer { buffer in
-            _values.update(from: buffer.baseAddress!, count: buffer.count)
+            _values.updateStoredValues(from: buffer.baseAddress!, count: buffer.count)
         }
     }
 }

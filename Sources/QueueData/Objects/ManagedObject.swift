@@ -89,11 +89,11 @@ open class ManagedObject: Hashable {
         let source = construction.values ?? entity.defaultRow
         precondition(source.count == count, "QueueData: a row of \(entity.name) must have \(count) values")
         source.withUnsafeBufferPointer { buffer in
-            _values.initialize(from: buffer.baseAddress!, count: count)
+            _values.initializeStoredValues(from: buffer.baseAddress!, count: count)
         }
         if slotCount > count {
             entity.transientDefaults.withUnsafeBufferPointer { buffer in
-                (_values + count).initialize(from: buffer.baseAddress!, count: buffer.count)
+                (_values + count).initializeStoredValues(from: buffer.baseAddress!, count: buffer.count)
             }
         }
     }
@@ -109,7 +109,7 @@ open class ManagedObject: Hashable {
         let count = entity.columnCount
         guard entity.objectSlotCount > count else { return }
         entity.transientDefaults.withUnsafeBufferPointer { buffer in
-            (_values + count).update(from: buffer.baseAddress!, count: buffer.count)
+            (_values + count).updateStoredValues(from: buffer.baseAddress!, count: buffer.count)
         }
     }
 

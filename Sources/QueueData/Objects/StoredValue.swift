@@ -139,3 +139,24 @@ extension StoredValue: CustomStringConvertible {
         }
     }
 }
+
+extension UnsafeMutablePointer where Pointee == StoredValue {
+    /// Initializes `count` values here with copies of `source`'s, in a loop the compiler
+    /// specializes for `StoredValue` (a retain of the payload where there is one), instead of
+    /// the runtime's generic array copy, which calls the type's copy witness for each value.
+    @inline(__always)
+    func initializeStoredValues(from source: UnsafePointer<StoredValue>, count: Int) {
+        for index in 0..<count {
+            (self + index).initialize(to: source[index])
+        }
+    }
+
+    /// Replaces `count` initialized values here with copies of `source`'s (see
+    /// `initializeStoredValues(from:count:)`).
+    @inline(__always)
+    func updateStoredValues(from source: UnsafePointer<StoredValue>, count: Int) {
+        for index in 0..<count {
+            self[index] = source[index]
+        }
+    }
+}
