@@ -109,7 +109,7 @@ extension ManagedObjectContext {
         releaseCandidates = []
         for (entityIndex, key) in candidates {
             guard let index = registry[entityIndex].index(forKey: key) else { continue }
-            if Self.isUnreferenced(in: &registry[entityIndex], at: index) {
+            if Self.isUnreferenced(in: &registry[entityIndex].storage, at: index) {
                 registry[entityIndex].remove(at: index)
             }
         }
@@ -121,9 +121,9 @@ extension ManagedObjectContext {
     private func releaseUnreferencedObjects(ofEntity entityIndex: Int) {
         // Moved out of the context while it is walked: a local map is read without dynamic
         // exclusivity checks on the context's stored property.
-        var map: [Int64: ManagedObject] = [:]
-        swap(&map, &registry[entityIndex])
-        defer { swap(&map, &registry[entityIndex]) }
+        var map = IdentityMap.Storage()
+        swap(&map, &registry[entityIndex].storage)
+        defer { swap(&map, &registry[entityIndex].storage) }
         var releasedCount = 0
         var index = map.startIndex
         while index != map.endIndex {
@@ -135,7 +135,7 @@ extension ManagedObjectContext {
         guard releasedCount > 0 else { return }
         if releasedCount * 2 >= map.count {
             // Retaining a kept object does not change whether the others are referenced.
-            var kept = [Int64: ManagedObject](minimumCapacity: map.count - releasedCount)
+            var kept = IdentityMap.Storage(minimumCapacity: map.count - releasedCount)
             index = map.startIndex
             while index != map.endIndex {
                 if !Self.isUnreferenced(in: &map, at: index) {
@@ -145,7 +145,7 @@ extension ManagedObjectContext {
             }
             map = kept
         } else {
-            var released: [Int64] = []
+            var released: [ObjectKey] = []
             released.reserveCapacity(releasedCount)
             index = map.startIndex
             while index != map.endIndex {
@@ -163,8 +163,8 @@ extension ManagedObjectContext {
     /// Whether the object at `index` of `map` has no pending changes and is referenced only
     /// by `map` (the test needs the map's own reference: it must not be copied out first).
     private static func isUnreferenced(
-        in map: inout [Int64: ManagedObject],
-        at index: [Int64: ManagedObject].Index
+        in map: inout IdentityMap.Storage,
+        at index: IdentityMap.Storage.Index
     ) -> Bool {
         guard isKnownUniquelyReferenced(&map.values[index]) else { return false }
         return map.values[index]._state.isDisjoint(with: [.inserted, .updated, .deleted, .noted])

@@ -48,7 +48,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// The identity map: registered objects of each entity by primary key (temporary IDs
     /// by their negative key).
-    var registry: [[Int64: ManagedObject]]
+    var registry: [IdentityMap]
     /// Objects inserted, updated and deleted since the last save. An entry is current only
     /// while the object's state still says so (see the computed sets).
     var pendingInserts: [ManagedObject] = []
