@@ -56,16 +56,20 @@ extension ManagedObjectContext {
         }
         // Validation may change, insert or delete other objects (a child updating its
         // parent's total): validate until nothing new appears, then save everything.
-        var validated = Set<ObjectIdentifier>()
-        var failures = denied
-        for _ in 0..<100 {
-            let unvalidated = (inserts + updates).filter { !validated.contains(ObjectIdentifier($0)) }
-            if unvalidated.isEmpty {
-                break
+        var failures = denied + validationFailures(inserts + updates)
+        if !changedSinceProcessing.isEmpty {
+            // Validation changed something: list the changes again, and validate the objects
+            // that are new to the lists, until none are.
+            var validated = Set((inserts + updates).map(ObjectIdentifier.init))
+            for _ in 1..<100 {
+                (inserts, updates, deletes) = pendingChangeLists()
+                let unvalidated = (inserts + updates).filter { !validated.contains(ObjectIdentifier($0)) }
+                if unvalidated.isEmpty {
+                    break
+                }
+                validated.formUnion(unvalidated.map(ObjectIdentifier.init))
+                failures += validationFailures(unvalidated)
             }
-            validated.formUnion(unvalidated.map(ObjectIdentifier.init))
-            failures += validationFailures(unvalidated)
-            (inserts, updates, deletes) = pendingChangeLists()
         }
         if !failures.isEmpty {
             throw ValidationError(failures: failures)
@@ -150,7 +154,7 @@ extension ManagedObjectContext {
         reidentified.reserveCapacity(inserts.count)
         var upserted: [(object: ManagedObject, row: CommittedRow)] = []
         for (position, (object, row)) in zip(inserts, outcome.inserted).enumerated() {
-            guard !outcome.upsertedInserts.contains(position) else {
+            guard outcome.upsertedInserts.isEmpty || !outcome.upsertedInserts.contains(position) else {
                 upserted.append((object, row))
                 continue
             }
@@ -308,14 +312,25 @@ extension ManagedObjectContext {
     /// The objects to insert, update and delete, each listed once.
     private func pendingChangeLists() -> (inserts: [ManagedObject], updates: [ManagedObject], deletes: [ManagedObject])
     {
-        var seen = Set<ObjectIdentifier>()
+        // Each object is listed once: marked in its state while the lists are built (no set
+        // of identities to hash), the marks cleared before they return.
         func unique(_ objects: [ManagedObject], _ isPending: (ManagedObject) -> Bool) -> [ManagedObject] {
-            objects.filter { isPending($0) && seen.insert(ObjectIdentifier($0)).inserted }
+            var listed: [ManagedObject] = []
+            listed.reserveCapacity(objects.count)
+            for object in objects where isPending(object) && !object._state.contains(.listed) {
+                object._state.insert(.listed)
+                listed.append(object)
+            }
+            return listed
         }
-        return (
-            unique(pendingInserts, Self.isPendingInsert), unique(pendingUpdates, Self.isPendingUpdate),
-            unique(pendingDeletes, Self.isPendingDelete)
+        let lists = (
+            inserts: unique(pendingInserts, Self.isPendingInsert), updates: unique(pendingUpdates, Self.isPendingUpdate),
+            deletes: unique(pendingDeletes, Self.isPendingDelete)
         )
+        for object in [lists.inserts, lists.updates, lists.deletes].joined() {
+            object._state.remove(.listed)
+        }
+        return lists
     }
 
     private func validationFailures(_ objects: [ManagedObject]) -> [ValidationError.Failure] {

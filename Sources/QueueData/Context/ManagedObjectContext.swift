@@ -256,7 +256,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @discardableResult
     public func insert<Object: ManagedObject>(_ type: Object.Type) -> Object {
         checkConfined()
-        guard let entityIndex = model.entityIndexesByClass[ObjectIdentifier(type)] else {
+        guard let entityIndex = model.entityIndex(of: type) else {
             fatalError(
                 "QueueData: \(type) is not an entity of this context's model; add it to your "
                     + "ContextManagerDelegate's managedObjectModel.")

@@ -43,7 +43,6 @@ struct CommitPlanner {
         var nextKeys = tables.map(\.nextPrimaryKey)
         var insertKeys: [Int64] = []
         insertKeys.reserveCapacity(request.inserts.count)
-        var permanentKeys: [Int64: Int64] = [:]
         for insert in request.inserts {
             let key = nextKeys[insert.entityIndex]
             guard key < Int64.max else {
@@ -51,11 +50,16 @@ struct CommitPlanner {
             }
             nextKeys[insert.entityIndex] = key + 1
             insertKeys.append(key)
-            permanentKeys[insert.temporaryKey] = key
         }
         let relational = hasRelationships
         var request = request
         if relational {
+            // Relationships in this save may refer to the inserted objects by temporary key.
+            var permanentKeys: [Int64: Int64] = [:]
+            permanentKeys.reserveCapacity(request.inserts.count)
+            for (insert, key) in zip(request.inserts, insertKeys) {
+                permanentKeys[insert.temporaryKey] = key
+            }
             for index in request.inserts.indices {
                 request.inserts[index].values = translatingTemporaryKeys(
                     request.inserts[index].values, entityIndex: request.inserts[index].entityIndex,

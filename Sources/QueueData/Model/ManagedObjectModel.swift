@@ -23,6 +23,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     let entityIndexes: [String: Int]
     /// The position of every subclass-backed entity, by class.
     let entityIndexesByClass: [ObjectIdentifier: Int]
+    /// Every entity's class (by position; `nil` for an entity described without a subclass),
+    /// searched without hashing in small models.
+    let entityClasses: [ObjectIdentifier?]
     /// For each entity (by position) and each of its relationships (by position among them):
     /// where it points and where its inverse lives.
     let relationshipLinks: [[RelationshipLink]]
@@ -101,6 +104,9 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
         self.entitiesByName = byName
         self.entityIndexes = indexes
         self.entityIndexesByClass = byClass
+        self.entityClasses = entities.map {
+            $0.managedObjectClass == ManagedObject.self ? nil : ObjectIdentifier($0.managedObjectClass)
+        }
         let text = entities.map(\.hashText).sorted().joined(separator: "\n")
         self.versionHash = SHA256.hexDigest(of: Array(text.utf8))
     }
@@ -191,7 +197,17 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
 
     /// The entity of `type`, if the model has one.
     public func entity(for type: ManagedObject.Type) -> EntityDescription? {
-        entityIndexesByClass[ObjectIdentifier(type)].map { entities[$0] }
+        entityIndex(of: type).map { entities[$0] }
+    }
+
+    /// The position of the entity of `type` in `entities`, if the model has one: a comparison
+    /// per entity in a small model (cheaper than hashing the class), a look-up in a large one.
+    func entityIndex(of type: ManagedObject.Type) -> Int? {
+        let identifier = ObjectIdentifier(type)
+        guard entityClasses.count <= 16 else {
+            return entityIndexesByClass[identifier]
+        }
+        return entityClasses.firstIndex(of: identifier)
     }
 
     /// The entity named `name`, if the model has one.
@@ -203,7 +219,7 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     /// `includingSubentities` the entities of its subclasses.
     func entityIndexes(for type: ManagedObject.Type, includingSubentities: Bool) -> [Int] {
         if !includingSubentities {
-            return entityIndexesByClass[ObjectIdentifier(type)].map { [$0] } ?? []
+            return entityIndex(of: type).map { [$0] } ?? []
         }
         return entities.indices.filter { entities[$0].isKind(of: type) }
     }

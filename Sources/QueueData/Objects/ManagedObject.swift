@@ -45,7 +45,7 @@ open class ManagedObject: Hashable {
     final var _state: ObjectState {
         get {
             guard case .integer(let bits) = (_values - 1).pointee else { return [] }
-            return ObjectState(rawValue: UInt8(truncatingIfNeeded: bits))
+            return ObjectState(rawValue: UInt16(truncatingIfNeeded: bits))
         }
         set {
             (_values - 1).pointee = .integer(Int64(newValue.rawValue))
@@ -426,10 +426,10 @@ extension ManagedObject: Sendable {}
 @usableFromInline
 struct ObjectState: OptionSet, Sendable {
     @usableFromInline
-    let rawValue: UInt8
+    let rawValue: UInt16
 
     @usableFromInline
-    init(rawValue: UInt8) {
+    init(rawValue: UInt16) {
         self.rawValue = rawValue
     }
 
@@ -461,6 +461,9 @@ struct ObjectState: OptionSet, Sendable {
     /// discarded after an undo brought it back under its permanent ID): an undo may write it
     /// back.
     static let deletedBySave = ObjectState(rawValue: 1 << 7)
+    /// Already in the lists a save is building (set and cleared within that one call): each
+    /// object is listed once without hashing it.
+    static let listed = ObjectState(rawValue: 1 << 8)
 
     /// The bits that only say what the next `processPendingChanges()` reports.
     static let eventBits: ObjectState = [.noted, .insertedInEvent]
