@@ -324,7 +324,8 @@ extension ManagedObjectContext {
             return listed
         }
         let lists = (
-            inserts: unique(pendingInserts, Self.isPendingInsert), updates: unique(pendingUpdates, Self.isPendingUpdate),
+            inserts: unique(pendingInserts, Self.isPendingInsert),
+            updates: unique(pendingUpdates, Self.isPendingUpdate),
             deletes: unique(pendingDeletes, Self.isPendingDelete)
         )
         for object in [lists.inserts, lists.updates, lists.deletes].joined() {
