@@ -19,14 +19,25 @@ import Foundation
 ///
 /// A context holds at most one instance per ``ObjectID``, so identity comparison (`===`,
 /// `==`) tells whether two references are the same object.
+///
+/// A subclass's `deinit` must not use the object's context (fetch, read its registered or
+/// changed objects): an object can go while its context is updating its own bookkeeping — a
+/// save re-keying it, a block end letting it go. Do clean-up that needs the context in
+/// ``willSave()`` or before dropping the object instead.
 open class ManagedObject: Hashable {
     /// The object's entity.
     public final let entity: EntityDescription
-    final var _objectID: ObjectID
+    // These three are read and written on every save and merge of the object, and only by
+    // QueueData, on the context's queue, never while another access to the same property is
+    // in progress (no closure or user code runs inside one): dynamic exclusivity checks
+    // (a runtime call and a thread-local access set per access) are turned off for them.
+
+    /// The object's ID (temporary until the object's first save).
+    @exclusivity(unchecked) final var _objectID: ObjectID
     /// The committed values this context last saw (`nil` until an inserted object is saved).
-    final var _snapshot: [StoredValue]?
+    @exclusivity(unchecked) final var _snapshot: [StoredValue]?
     /// The committed version of `_snapshot`.
-    final var _snapshotVersion: Int64 = 0
+    @exclusivity(unchecked) final var _snapshotVersion: Int64 = 0
 
     // The fields every attribute access reads come last, next to the subclass's attribute
     // storage, so that one access touches as few cache lines as possible.
