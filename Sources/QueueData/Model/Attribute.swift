@@ -36,8 +36,15 @@ public struct Attribute<Value: Codable> {
     ///   - originalName: The attribute's name in stores written before it was renamed (its
     ///     first name, when renamed more than once):
     ///     migration carries its values over.
+    @inlinable
     public init(wrappedValue defaultValue: Value, originalName: String? = nil) {
-        slot = Self._declare(defaultValue, options: [], originalName: originalName, transform: nil, validate: nil)
+        // Inlined into the subclass's initializer: an object under construction takes its slot
+        // with one call; only a model discovering the class records the declaration.
+        let slot = _attributeSlotUnlessRecording(isTransient: false)
+        self.slot =
+            slot >= 0
+            ? UInt16(truncatingIfNeeded: slot)
+            : Self._declare(defaultValue, options: [], originalName: originalName, transform: nil, validate: nil)
     }
 
     /// Declares an attribute with options, such as ``AttributeOptions/unique``.
@@ -50,12 +57,18 @@ public struct Attribute<Value: Codable> {
     ///   - defaultValue: The value new objects start with.
     ///   - options: What else the attribute is: ``AttributeOptions/unique``.
     ///   - originalName: The attribute's name in stores written before it was renamed.
+    @inlinable
     public init(wrappedValue defaultValue: Value, _ options: AttributeOptions, originalName: String? = nil) {
-        slot = Self._declare(defaultValue, options: options, originalName: originalName, transform: nil, validate: nil)
+        let slot = _attributeSlotUnlessRecording(isTransient: options.contains(.transient))
+        self.slot =
+            slot >= 0
+            ? UInt16(truncatingIfNeeded: slot)
+            : Self._declare(defaultValue, options: options, originalName: originalName, transform: nil, validate: nil)
     }
 
     /// Takes the attribute's slot and, while a model discovers the class, records the
     /// declaration.
+    @usableFromInline
     static func _declare(
         _ defaultValue: Value,
         options: AttributeOptions,
@@ -300,10 +313,20 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
     public static let indexed = AttributeOptions(rawValue: 1 << 2)
 }
 
+/// The next slot of the object under construction on this thread (a transient slot, or a
+/// persistent one), taken; or -1, taking nothing, while a model records this thread's
+/// declarations (the attribute then declares itself through `Attribute._declare`).
+@usableFromInline
+func _attributeSlotUnlessRecording(isTransient: Bool) -> Int {
+    guard qd_attribute_recorder_get() == nil else { return -1 }
+    return isTransient ? qd_transient_slot_take() : qd_attribute_slot_take()
+}
+
 extension Attribute where Value: ExpressibleByNilLiteral {
     /// Declares an optional attribute whose default is `nil`.
     ///
     /// - Parameter originalName: The attribute's name in stores written before it was renamed.
+    @inlinable
     public init(originalName: String? = nil) {
         self.init(wrappedValue: nil, originalName: originalName)
     }
