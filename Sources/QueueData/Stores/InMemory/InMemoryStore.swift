@@ -105,16 +105,20 @@ public final class InMemoryStore: PersistentStore, @unchecked Sendable {
                 throw StoreError(.closed, "The in-memory store is closed.")
             }
             for entity in changes.entities {
-                // Mutated in place: a copy taken out of `rows` would copy every row.
+                // Moved out of `rows` (so mutated in place, not copied) and back: one look-up
+                // by name per entity instead of one per row.
+                var table = rows.removeValue(forKey: entity.entityName) ?? [:]
+                table.reserveCapacity(table.count + entity.inserted.count)
                 for row in entity.inserted {
-                    rows[entity.entityName, default: [:]][row.primaryKey] = row.values
+                    table[row.primaryKey] = row.values
                 }
                 for update in entity.updated {
-                    rows[entity.entityName, default: [:]][update.primaryKey] = update.values
+                    table[update.primaryKey] = update.values
                 }
                 for primaryKey in entity.deleted {
-                    rows[entity.entityName]?[primaryKey] = nil
+                    table[primaryKey] = nil
                 }
+                rows[entity.entityName] = table
             }
             metadata.nextPrimaryKeys.merge(changes.nextPrimaryKeys) { Swift.max($0, $1) }
             self.metadata = metadata
