@@ -337,7 +337,11 @@ extension ManagedObjectContext {
     private func validationFailures(_ objects: [ManagedObject]) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         for object in objects {
-            failures += propertyFailures(object)
+            let found = propertyFailures(object)
+            if !found.isEmpty {
+                // (Appending an empty array still allocates a buffer for the result.)
+                failures += found
+            }
             do {
                 try object.validateForSave()
             } catch let error as ValidationError {
