@@ -139,7 +139,7 @@ extension ManagedObjectContext {
         var scratch: [Int: ManagedObject] = [:]
         func probe(_ entityIndex: Int, _ row: CommittedRow) -> Result {
             if let probe = scratch[entityIndex] {
-                probe._load(row.values)
+                probe._takeCommittedRow(row.values)
                 return unsafeDowncast(probe, to: Result.self)
             }
             let probe = makeObject(entityIndex: entityIndex, row: row)

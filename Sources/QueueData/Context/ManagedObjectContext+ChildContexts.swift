@@ -219,7 +219,7 @@ extension ManagedObjectContext {
                 for (offset, relationship) in entity.relationships.enumerated() {
                     let slot = entity.attributes.count + offset
                     if let value = renamed(object._values[slot], relationship) {
-                        object._values[slot] = value
+                        object._writableValues[slot] = value
                     }
                     if let snapshotValue = object._snapshot?[slot], let value = renamed(snapshotValue, relationship) {
                         object._snapshot![slot] = value

@@ -159,7 +159,7 @@ extension ManagedObjectContext {
                 return unsafeDowncast(object, to: Result.self)
             case .row(let entityIndex, let row):
                 if let reused = scratch[entityIndex] {
-                    reused._load(row.values)
+                    reused._takeCommittedRow(row.values)
                     reused._objectID = ObjectID(key: reused._objectID.key, rawValue: row.primaryKey)
                     return unsafeDowncast(reused, to: Result.self)
                 }
@@ -221,7 +221,7 @@ extension ManagedObjectContext {
                 guard let predicate else { return true }
                 let probe: ManagedObject
                 if let scratch {
-                    scratch._load(row.values)
+                    scratch._takeCommittedRow(row.values)
                     scratch._objectID = ObjectID(key: scratch._objectID.key, rawValue: row.primaryKey)
                     probe = scratch
                 } else {
@@ -380,10 +380,11 @@ extension TableSnapshot {
 }
 
 extension ManagedObject {
-    /// Replaces the row of a scratch object used to evaluate predicates on committed rows.
+    /// Replaces the object's values (its first `values.count` slots) with `values`.
     final func _load(_ values: [StoredValue]) {
+        let row = _writableValues
         values.withUnsafeBufferPointer { buffer in
-            _values.updateStoredValues(from: buffer.baseAddress!, count: buffer.count)
+            row.updateStoredValues(from: buffer.baseAddress!, count: buffer.count)
         }
     }
 }

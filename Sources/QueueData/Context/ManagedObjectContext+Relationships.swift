@@ -139,7 +139,7 @@ extension ManagedObject {
             if let undoManager = _confinement.context?.undoManagerValue {
                 undoManager.willChange(self)
             }
-            _ = change(&_values[slot])
+            _ = change(&_writableValues[slot])
         } else {
             _updateValue(at: slot, change)
         }

@@ -165,8 +165,7 @@ extension ManagedObjectContext {
             object._objectID = permanentID
             registry[entityIndex][row.primaryKey] = object
             // The committed row has the related objects' permanent keys.
-            object._load(row.values)
-            object._snapshot = row.values
+            object._takeCommittedRow(row.values)
             object._snapshotVersion = row.version
             object._state = []
         }
@@ -178,8 +177,7 @@ extension ManagedObjectContext {
             let key = RowKey(entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue)
             guard let final = outcome.finalRows[key] else { continue }
             if let row = final {
-                object._load(row.values)
-                object._snapshot = row.values
+                object._takeCommittedRow(row.values)
                 object._snapshotVersion = row.version
                 object._state = []
             } else {
@@ -205,8 +203,7 @@ extension ManagedObjectContext {
             let temporaryID = object._objectID
             registry[entityIndex][object._objectID.rawValue] = nil
             object._objectID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
-            object._load(row.values)
-            object._snapshot = row.values
+            object._takeCommittedRow(row.values)
             object._snapshotVersion = row.version
             if let registered = registry[entityIndex][row.primaryKey], registered !== object {
                 registered._apply(row, keepingLocalChanges: false, byOwnSave: true)
@@ -440,7 +437,7 @@ extension ManagedObjectContext {
             && (object._state.contains(.updated) || object._state.contains(.deleted))
         {
             if let snapshot = object._snapshot {
-                object._load(snapshot)
+                object._takeCommittedRow(snapshot)
             }
             object._resetTransientAttributes()
             object._state = []
@@ -535,25 +532,30 @@ extension ManagedObject {
     /// the context's own save made of it (an undo may set it back), not another context's.
     final func _apply(_ row: CommittedRow, keepingLocalChanges: Bool, byOwnSave: Bool = false) {
         let count = entity.columnCount
-        if keepingLocalChanges, let old = _snapshot {
+        let previous = _snapshot
+        // An object sharing its committed row has no local changes; one with its own row may
+        // have set every value back.
+        if keepingLocalChanges, let old = previous, _stateBits & ObjectState._ownsRow != 0,
+            (0..<count).contains(where: { !StoredValue.isSame(_values[$0], old[$0]) })
+        {
             let attributeCount = entity.attributes.count
             for slot in 0..<count {
                 if StoredValue.isSame(_values[slot], old[slot]) {
-                    _values[slot] = row.values[slot]
+                    _writableValues[slot] = row.values[slot]
                 } else if slot >= attributeCount, entity.relationships[slot - attributeCount].isToMany {
                     // Unsaved additions and removals apply on top of the newer committed set.
-                    _values[slot] = RelationshipKeys.merged(
+                    _writableValues[slot] = RelationshipKeys.merged(
                         snapshot: old[slot], object: _values[slot], committed: row.values[slot],
                         relationship: entity.relationships[slot - attributeCount])
                 }
             }
+            _snapshot = row.values
         } else {
-            _load(row.values)
+            _takeCommittedRow(row.values)
         }
-        if !byOwnSave, let old = _snapshot, let undoManager = _confinement.context?.undoManagerValue {
+        if !byOwnSave, let old = previous, let undoManager = _confinement.context?.undoManagerValue {
             undoManager.didMerge(self, previous: old, values: row.values, version: row.version)
         }
-        _snapshot = row.values
         _snapshotVersion = row.version
         if _state.contains(.updated)
             && !(0..<count).contains(where: { !StoredValue.isSame(_values[$0], row.values[$0]) })

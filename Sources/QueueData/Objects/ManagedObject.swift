@@ -27,15 +27,16 @@ import Foundation
 open class ManagedObject: Hashable {
     /// The object's entity.
     public final let entity: EntityDescription
-    // These three are read and written on every save and merge of the object, and only by
+    // These are read and written on every save and merge of the object, and only by
     // QueueData, on the context's queue, never while another access to the same property is
     // in progress (no closure or user code runs inside one): dynamic exclusivity checks
     // (a runtime call and a thread-local access set per access) are turned off for them.
 
     /// The object's ID (temporary until the object's first save).
     @exclusivity(unchecked) final var _objectID: ObjectID
-    /// The committed values this context last saw (`nil` until an inserted object is saved).
-    @exclusivity(unchecked) final var _snapshot: [StoredValue]?
+    /// The committed values this context last saw (`nil` until an inserted object is saved);
+    /// see `_snapshot`.
+    @exclusivity(unchecked) final var _committedRow: [StoredValue]?
     /// The committed version of `_snapshot`.
     @exclusivity(unchecked) final var _snapshotVersion: Int64 = 0
 
@@ -45,22 +46,76 @@ open class ManagedObject: Hashable {
     /// The queue confinement of the object's context.
     @usableFromInline
     final let _confinement: QueueConfinement
-    /// The row: one slot per attribute, in the entity's order, owned by this object. The
-    /// slot before the first (`_values[-1]`) holds the object's ``ObjectState``, so that
-    /// the attribute setters can read it inline (a stored `var` would cost a dynamic
-    /// exclusivity check in the caller's module).
-    @usableFromInline
-    final let _values: UnsafeMutablePointer<StoredValue>
+    /// The object's ``ObjectState``, and whether it owns its row (`ObjectState._ownsRow`).
+    /// Read inline by the attribute setters.
+    @usableFromInline @exclusivity(unchecked)
+    final var _stateBits: UInt16
+    /// The row: one slot per attribute, in the entity's order (then the transient attributes).
+    ///
+    /// An object made from a committed row shares it: `_values` points into the buffer of
+    /// `_committedRow` (the same array the coordinator's table and every other context's
+    /// object for that row hold), so fetching copies no values. The first write copies the row
+    /// into storage the object owns (`_writableValues`); every write goes through it, so a
+    /// shared row is never written.
+    @usableFromInline @exclusivity(unchecked)
+    final var _values: UnsafePointer<StoredValue>
 
-    /// What the context knows about the object (stored in the row's header slot).
+    /// What the context knows about the object.
     final var _state: ObjectState {
-        get {
-            guard case .integer(let bits) = (_values - 1).pointee else { return [] }
-            return ObjectState(rawValue: UInt16(truncatingIfNeeded: bits))
-        }
+        get { ObjectState(rawValue: _stateBits & ~ObjectState._ownsRow) }
+        set { _stateBits = newValue.rawValue | (_stateBits & ObjectState._ownsRow) }
+    }
+
+    /// The committed values this context last saw (`nil` until an inserted object is saved).
+    /// Setting it first gives a sharing object a row of its own: the row it shares is the old
+    /// value's.
+    final var _snapshot: [StoredValue]? {
+        get { _committedRow }
         set {
-            (_values - 1).pointee = .integer(Int64(newValue.rawValue))
+            if _stateBits & ObjectState._ownsRow == 0 {
+                _copyRowIntoOwnStorage()
+            }
+            _committedRow = newValue
         }
+    }
+
+    /// The row, to write: copied first into storage the object owns if it shares a committed row.
+    @usableFromInline
+    final var _writableValues: UnsafeMutablePointer<StoredValue> {
+        if _stateBits & ObjectState._ownsRow == 0 {
+            _copyRowIntoOwnStorage()
+        }
+        return UnsafeMutablePointer(mutating: _values)
+    }
+
+    /// Stops sharing a committed row: copies it into storage the object owns.
+    @usableFromInline
+    final func _copyRowIntoOwnStorage() {
+        let count = entity.objectSlotCount
+        let storage = UnsafeMutablePointer<StoredValue>.allocate(capacity: Swift.max(count, 1))
+        storage.initializeStoredValues(from: _values, count: count)
+        _values = UnsafePointer(storage)
+        _stateBits |= ObjectState._ownsRow
+    }
+
+    /// Takes `values` as its committed row and its current values, sharing the row when it can
+    /// (the object has no transient attributes): for an object with no unsaved changes, after a
+    /// save or a merge. Any storage it owned is freed.
+    final func _takeCommittedRow(_ values: [StoredValue]) {
+        let count = entity.columnCount
+        guard entity.objectSlotCount == count, count > 0, values.count == count else {
+            _load(values)
+            _snapshot = values
+            return
+        }
+        if _stateBits & ObjectState._ownsRow != 0 {
+            let storage = UnsafeMutablePointer(mutating: _values)
+            storage.deinitialize(count: count)
+            storage.deallocate()
+            _stateBits &= ~ObjectState._ownsRow
+        }
+        _committedRow = values
+        _values = values.withUnsafeBufferPointer { $0.baseAddress! }
     }
 
     /// Creates an object. Only QueueData can make an ``ObjectConstruction``: insert objects
@@ -91,36 +146,48 @@ open class ManagedObject: Hashable {
         self.entity = entity
         self._confinement = construction.confinement
         self._objectID = construction.objectID
-        self._snapshot = construction.snapshot
+        self._committedRow = construction.snapshot
         self._snapshotVersion = construction.snapshotVersion
-        let storage = UnsafeMutablePointer<StoredValue>.allocate(capacity: slotCount + 1)
         let state: ObjectState = construction.isPrototype ? [.detached] : [.constructing]
-        storage.initialize(to: .integer(Int64(state.rawValue)))
-        self._values = storage + 1
+        if let snapshot = construction.snapshot, let values = construction.values, slotCount == count, count > 0,
+            snapshot.count == count,
+            values.withUnsafeBufferPointer({ $0.baseAddress }) == snapshot.withUnsafeBufferPointer({ $0.baseAddress })
+        {
+            // A committed row, with no transient attributes: shared, not copied.
+            self._stateBits = state.rawValue
+            self._values = snapshot.withUnsafeBufferPointer { $0.baseAddress! }
+            return
+        }
+        let storage = UnsafeMutablePointer<StoredValue>.allocate(capacity: Swift.max(slotCount, 1))
+        self._stateBits = state.rawValue | ObjectState._ownsRow
+        self._values = UnsafePointer(storage)
         let source = construction.values ?? entity.defaultRow
         precondition(source.count == count, "QueueData: a row of \(entity.name) must have \(count) values")
         source.withUnsafeBufferPointer { buffer in
-            _values.initializeStoredValues(from: buffer.baseAddress!, count: count)
+            storage.initializeStoredValues(from: buffer.baseAddress!, count: count)
         }
         if slotCount > count {
             entity.transientDefaults.withUnsafeBufferPointer { buffer in
-                (_values + count).initializeStoredValues(from: buffer.baseAddress!, count: buffer.count)
+                (storage + count).initializeStoredValues(from: buffer.baseAddress!, count: buffer.count)
             }
         }
     }
 
     deinit {
-        let storage = _values - 1
-        storage.deinitialize(count: entity.objectSlotCount + 1)
-        storage.deallocate()
+        if _stateBits & ObjectState._ownsRow != 0 {
+            let storage = UnsafeMutablePointer(mutating: _values)
+            storage.deinitialize(count: entity.objectSlotCount)
+            storage.deallocate()
+        }
     }
 
     /// Puts every transient attribute back to its default, without registering a change.
     final func _resetTransientAttributes() {
         let count = entity.columnCount
         guard entity.objectSlotCount > count else { return }
+        let values = _writableValues
         entity.transientDefaults.withUnsafeBufferPointer { buffer in
-            (_values + count).updateStoredValues(from: buffer.baseAddress!, count: buffer.count)
+            (values + count).updateStoredValues(from: buffer.baseAddress!, count: buffer.count)
         }
     }
 
@@ -332,8 +399,9 @@ open class ManagedObject: Hashable {
         }
         if _canChangeWithoutRegistering && pointer.pointee._hasTrivialPayload {
             // The common case, inline: no bookkeeping, nothing to release. (Any call here
-            // would make the optimizer retain and release the object around every set.)
-            pointer.initialize(to: value)
+            // would make the optimizer retain and release the object around every set.) The
+            // object owns its row: `_canChangeWithoutRegistering` says so.
+            UnsafeMutablePointer(mutating: pointer).initialize(to: value)
         } else {
             _setValueSlowly(value, at: slot)
         }
@@ -345,7 +413,7 @@ open class ManagedObject: Hashable {
     /// grow without being copied each time.
     final func _updateValue(at slot: Int, _ change: (inout StoredValue) -> Bool) {
         if _canChangeWithoutRegistering {
-            let pointer = _values + slot
+            let pointer = UnsafeMutablePointer(mutating: _values + slot)
             var value = pointer.move()
             _ = change(&value)
             pointer.initialize(to: value)
@@ -360,20 +428,22 @@ open class ManagedObject: Hashable {
     /// Registers the change if needed and replaces a value that may hold a payload.
     @usableFromInline
     final func _setValueSlowly(_ value: StoredValue, at slot: Int) {
-        if !_canChangeWithoutRegistering {
+        let bits = _stateBits
+        if bits & ObjectState._freelyWritableMask == 0 || bits & ObjectState._blockedMask != 0 {
             _willChangeValue(at: slot)
         }
-        _values[slot] = value
+        _writableValues[slot] = value
     }
 
     /// Whether a change needs no bookkeeping: the object was already changed since its
     /// context last processed its pending changes (it is inserted or updated, and listed for the
     /// next ``ManagedObjectContext/processPendingChanges()``), or it is being constructed; and
-    /// it is neither deleted nor detached.
+    /// it is neither deleted nor detached; and it owns its row.
     @inlinable
     final var _canChangeWithoutRegistering: Bool {
-        guard case .integer(let bits) = (_values - 1).pointee else { return false }
-        return bits & ObjectState._freelyWritableMask != 0 && bits & ObjectState._blockedMask == 0
+        let bits = _stateBits
+        return bits & ObjectState._freelyWritableMask != 0
+            && bits & (ObjectState._blockedMask | ObjectState._ownsRow) == ObjectState._ownsRow
     }
 
     /// Registers the first change of a committed object with its context, and refuses
@@ -447,10 +517,14 @@ struct ObjectState: OptionSet, Sendable {
     /// States in which attributes change without registering the object: noted (inserted or
     /// updated, and already listed for the next `processPendingChanges()`), constructing.
     @usableFromInline
-    static let _freelyWritableMask: Int64 = 0b11_0000
+    static let _freelyWritableMask: UInt16 = 0b11_0000
     /// States in which a change must go through `_willChangeValue`: deleted, detached.
     @usableFromInline
-    static let _blockedMask: Int64 = 0b00_1100
+    static let _blockedMask: UInt16 = 0b00_1100
+    /// Not a state: the bit of `ManagedObject._stateBits` that says the object owns its row
+    /// (it does not share a committed row).
+    @usableFromInline
+    static let _ownsRow: UInt16 = 1 << 15
 
     /// Inserted and not saved.
     static let inserted = ObjectState(rawValue: 1 << 0)

@@ -40,7 +40,7 @@ public enum StoredValue: Sendable, Hashable {
     /// `NaN` equals itself.) Switching on the new value first lets a specialized setter
     /// compare one payload without copying the stored value.
     @inlinable
-    static func _isSame(_ value: StoredValue, at pointer: UnsafeMutablePointer<StoredValue>) -> Bool {
+    static func _isSame(_ value: StoredValue, at pointer: UnsafePointer<StoredValue>) -> Bool {
         switch value {
         case .integer(let new):
             if case .integer(let old) = pointer.pointee { return old == new }

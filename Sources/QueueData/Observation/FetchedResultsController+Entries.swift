@@ -106,7 +106,7 @@ extension FetchedResultsController {
                 } else {
                     let probe: ManagedObject
                     if let existing = probes[entityIndex] {
-                        existing._load(row.values)
+                        existing._takeCommittedRow(row.values)
                         existing._objectID = id
                         probe = existing
                     } else {
@@ -236,7 +236,7 @@ extension ManagedObjectContext {
             let id = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
             let probe: ManagedObject
             if let existing = probes[entityIndex] {
-                existing._load(row.values)
+                existing._takeCommittedRow(row.values)
                 existing._objectID = id
                 probe = existing
             } else {

@@ -134,7 +134,7 @@ extension ManagedObjectContext {
     func writeForUndo(_ value: StoredValue, to object: ManagedObject, at slot: Int) {
         let state = object._state
         if state.contains(.deleted) || state.contains(.detached) {
-            object._values[slot] = value
+            object._writableValues[slot] = value
         } else {
             object._setValue(value, at: slot)
         }

@@ -271,7 +271,7 @@ extension UndoManager {
         let values = slots.map { object._values[$0] }
         defer {
             for (slot, value) in zip(slots, values) {
-                object._values[slot] = value
+                object._writableValues[slot] = value
             }
         }
         for change in unplaced where change.object === object {
@@ -431,7 +431,7 @@ extension UndoManager {
                 continue
             }
             guard !StoredValue.isSame(target, current) else { continue }
-            object._values[slot] = target
+            object._writableValues[slot] = target
             done.changes.append(SlotChange(slot: slot, old: current, new: target))
         }
         return done.changes.isEmpty ? nil : done
