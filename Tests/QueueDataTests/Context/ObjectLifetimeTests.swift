@@ -7,27 +7,9 @@ import Testing
 /// objects with changes strongly until saved or rolled back.
 @Suite("Object lifetime")
 struct ObjectLifetimeTests {
-    /// A manager whose store holds `count` destinations named "d0", "d1", …, and their IDs.
-    private func seeded(_ count: Int, _ label: String) throws -> (ContextManager, [ObjectID]) {
-        let manager = makeManager()
-        let seeder = try makeContext(manager, "\(label)-seed")
-        let ids = try seeder.performAndWait {
-            var inserted: [Destination] = []
-            for number in 0..<count {
-                let destination = seeder.insert(Destination.self)
-                destination.name = "d\(number)"
-                destination.rating = number
-                inserted.append(destination)
-            }
-            try seeder.save()
-            return inserted.map(\.objectID)
-        }
-        return (manager, ids)
-    }
-
     @Test("an unchanged object nothing references is let go at the end of the block")
     func unreferencedObjectsAreLetGo() throws {
-        let (manager, ids) = try seeded(3, "lifetime-let-go")
+        let (manager, ids) = try seededDestinations(3, "lifetime-let-go")
         let context = try makeContext(manager, "lifetime-let-go")
         weak var weakObject: Destination?
         context.performAndWait {
@@ -50,7 +32,7 @@ struct ObjectLifetimeTests {
 
     @Test("a referenced object stays registered, and a fetch returns the same instance")
     func referencedObjectsStay() throws {
-        let (manager, ids) = try seeded(10, "lifetime-referenced")
+        let (manager, ids) = try seededDestinations(10, "lifetime-referenced")
         let context = try makeContext(manager, "lifetime-referenced")
         let held = try context.performAndWait {
             try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating < 3 }))
@@ -73,7 +55,7 @@ struct ObjectLifetimeTests {
 
     @Test("an object held across blocks goes at the end of the first block after it was dropped")
     func droppedAfterBeingHeld() throws {
-        let (manager, ids) = try seeded(3, "lifetime-dropped")
+        let (manager, ids) = try seededDestinations(3, "lifetime-dropped")
         let context = try makeContext(manager, "lifetime-dropped")
         var held: Destination? = try context.performAndWait {
             try context.existingObject(with: ids[1], as: Destination.self)
@@ -91,7 +73,7 @@ struct ObjectLifetimeTests {
 
     @Test("a context holding many objects lets go of one dropped later once it registered enough others")
     func droppedInALargeContext() throws {
-        let (manager, ids) = try seeded(3_000, "lifetime-large")
+        let (manager, ids) = try seededDestinations(3_000, "lifetime-large")
         let context = try makeContext(manager, "lifetime-large")
         var held = try context.performAndWait {
             try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating < 2_000 }))
@@ -117,7 +99,7 @@ struct ObjectLifetimeTests {
 
     @Test("objects with changes are held until saved or rolled back, then let go")
     func changedObjectsAreHeldUntilSaved() throws {
-        let (manager, ids) = try seeded(3, "lifetime-changed")
+        let (manager, ids) = try seededDestinations(3, "lifetime-changed")
         let context = try makeContext(manager, "lifetime-changed")
         weak var weakUpdated: Destination?
         weak var weakInserted: Destination?
@@ -168,7 +150,7 @@ struct ObjectLifetimeTests {
 
     @Test("retainsRegisteredObjects keeps every registered object until it is turned off")
     func retainingEveryObject() throws {
-        let (manager, ids) = try seeded(5, "lifetime-retains")
+        let (manager, ids) = try seededDestinations(5, "lifetime-retains")
         let context = try makeContext(manager, "lifetime-retains")
         weak var weakObject: Destination?
         try context.performAndWait {
@@ -197,7 +179,7 @@ struct ObjectLifetimeTests {
 
     @Test("nested blocks let go of nothing: only the outermost block's end does")
     func nestedBlocksLetGoOfNothing() throws {
-        let (manager, _) = try seeded(4, "lifetime-nested")
+        let (manager, _) = try seededDestinations(4, "lifetime-nested")
         let context = try makeContext(manager, "lifetime-nested")
         let other = try makeContext(manager, "lifetime-nested-other")
         weak var weakObject: Destination?
@@ -216,7 +198,7 @@ struct ObjectLifetimeTests {
 
     @Test("an object let go is made again with the values merged since")
     func letGoObjectsSeeLaterSaves() async throws {
-        let (manager, ids) = try seeded(2, "lifetime-merge")
+        let (manager, ids) = try seededDestinations(2, "lifetime-merge")
         let context = try makeContext(manager, "lifetime-merge")
         let writer = try makeContext(manager, "lifetime-merge-writer")
         let before = try await context.perform {
@@ -241,7 +223,7 @@ struct ObjectLifetimeTests {
         var generator = SystemRandomNumberGenerator()
         let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
         var random = SeededGenerator(seed: seed)
-        let (manager, ids) = try seeded(600, "lifetime-random")
+        let (manager, ids) = try seededDestinations(600, "lifetime-random")
         let context = try makeContext(manager, "lifetime-random")
         var held: [ObjectID: Destination] = [:]
         var changed: Set<ObjectID> = []

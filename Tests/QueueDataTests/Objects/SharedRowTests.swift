@@ -7,31 +7,13 @@ import Testing
 /// never reaches the shared row, another context's object or the store before a save.
 @Suite("Shared rows")
 struct SharedRowTests {
-    /// A manager whose store holds `count` destinations named "d0", "d1", … rated 0, 1, ….
-    private func seeded(_ count: Int, _ label: String) throws -> (ContextManager, [ObjectID]) {
-        let manager = makeManager()
-        let seeder = try makeContext(manager, "\(label)-seed")
-        let ids = try seeder.performAndWait {
-            var inserted: [Destination] = []
-            for number in 0..<count {
-                let destination = seeder.insert(Destination.self)
-                destination.name = "d\(number)"
-                destination.rating = number
-                inserted.append(destination)
-            }
-            try seeder.save()
-            return inserted.map(\.objectID)
-        }
-        return (manager, ids)
-    }
-
     private func ownsRow(_ object: ManagedObject) -> Bool {
         object._stateBits & ObjectState._ownsRow != 0
     }
 
     @Test("a fetched object shares its committed row with the other contexts' objects until it changes")
     func fetchedObjectsShareUntilChanged() throws {
-        let (manager, ids) = try seeded(3, "shared-row")
+        let (manager, ids) = try seededDestinations(3, "shared-row")
         let first = try makeRetainingContext(manager, "shared-row-first")
         let second = try makeRetainingContext(manager, "shared-row-second")
         let a = try first.performAndWait { try first.existingObject(with: ids[1], as: Destination.self) }
@@ -122,7 +104,7 @@ struct SharedRowTests {
         let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
         var random = SeededGenerator(seed: seed)
         let rowCount = 40
-        let (manager, ids) = try seeded(rowCount, "shared-row-random")
+        let (manager, ids) = try seededDestinations(rowCount, "shared-row-random")
         let contexts = [
             try makeContext(manager, "shared-row-random-0"), try makeContext(manager, "shared-row-random-1"),
         ]

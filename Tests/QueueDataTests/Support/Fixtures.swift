@@ -165,3 +165,22 @@ extension ManagedObjectContext {
         return self
     }
 }
+
+/// A manager whose in-memory store holds `count` destinations named "d0", "d1", … rated
+/// 0, 1, …, and their IDs in that order.
+func seededDestinations(_ count: Int, _ label: String) throws -> (ContextManager, [ObjectID]) {
+    let manager = makeManager()
+    let seeder = try makeContext(manager, "\(label)-seed")
+    let ids = try seeder.performAndWait {
+        var inserted: [Destination] = []
+        for number in 0..<count {
+            let destination = seeder.insert(Destination.self)
+            destination.name = "d\(number)"
+            destination.rating = number
+            inserted.append(destination)
+        }
+        try seeder.save()
+        return inserted.map(\.objectID)
+    }
+    return (manager, ids)
+}
