@@ -93,7 +93,8 @@ extension SortKey {
     }
 
     /// How to read `keyPath`'s sort key: through the key path with its value type (no `Any` in
-    /// between) for the common types, through `init?(_:)` for the others.
+    /// between) for every non-optional type a key takes, through `init?(_:)` for the others
+    /// (optionals).
     private static func extractor<Element>(_ keyPath: PartialKeyPath<Element>) -> (Element) -> SortKey? {
         switch keyPath {
         case let path as KeyPath<Element, String>: return { .string($0[keyPath: path]) }
@@ -101,6 +102,17 @@ extension SortKey {
         case let path as KeyPath<Element, Int64>: return { .integer($0[keyPath: path]) }
         case let path as KeyPath<Element, Double>: return { .double($0[keyPath: path]) }
         case let path as KeyPath<Element, Date>: return { .date($0[keyPath: path]) }
+        case let path as KeyPath<Element, Int32>: return { .integer(Int64($0[keyPath: path])) }
+        case let path as KeyPath<Element, Int16>: return { .integer(Int64($0[keyPath: path])) }
+        case let path as KeyPath<Element, Int8>: return { .integer(Int64($0[keyPath: path])) }
+        case let path as KeyPath<Element, UInt>: return { .unsigned(UInt64($0[keyPath: path])) }
+        case let path as KeyPath<Element, UInt64>: return { .unsigned($0[keyPath: path]) }
+        case let path as KeyPath<Element, UInt32>: return { .unsigned(UInt64($0[keyPath: path])) }
+        case let path as KeyPath<Element, UInt16>: return { .unsigned(UInt64($0[keyPath: path])) }
+        case let path as KeyPath<Element, UInt8>: return { .unsigned(UInt64($0[keyPath: path])) }
+        case let path as KeyPath<Element, Float>: return { .double(Double($0[keyPath: path])) }
+        case let path as KeyPath<Element, Decimal>: return { .decimal($0[keyPath: path]) }
+        case let path as KeyPath<Element, UUID>: return { .uuid($0[keyPath: path]) }
         default: return { SortKey($0[keyPath: keyPath]) }
         }
     }
@@ -130,8 +142,8 @@ extension SortKey {
         return order
     }
 
-    /// `order(keys:columns:reversed:)` for one column of strings, integers, doubles or dates: the
-    /// same comparisons on the unwrapped values, without copying a `SortKey` per comparison.
+    /// `order(keys:columns:reversed:)` for one column of keys of one case: the same comparisons
+    /// on the unwrapped values, without copying a `SortKey` per comparison.
     private static func orderOfOneColumn(_ keys: [SortKey], descending: Bool) -> [Int]? {
         /// The order of the values `unwrap` takes out of every key; `nil` if one is of another case.
         func order<Value: Comparable>(_ unwrap: (SortKey) -> Value?) -> [Int]? {
@@ -148,6 +160,9 @@ extension SortKey {
         case .integer: return order { if case .integer(let value) = $0 { value } else { nil } }
         case .double: return order { if case .double(let value) = $0 { value } else { nil } }
         case .date: return order { if case .date(let value) = $0 { value } else { nil } }
+        case .unsigned: return order { if case .unsigned(let value) = $0 { value } else { nil } }
+        case .decimal: return order { if case .decimal(let value) = $0 { value } else { nil } }
+        case .uuid: return order { if case .uuid(let value) = $0 { value } else { nil } }
         default: return nil
         }
     }
