@@ -463,7 +463,7 @@ open class ManagedObject: Hashable {
         if state.contains(.deleted) {
             fatalError(
                 "QueueData: \(entity.name).\(entity.columnName(slot)) was set on a deleted object. "
-                    + "Call rollback() first to undo the deletion.")
+                    + "Undo the deletion first: rollback(), or undo() when the context has an undo manager.")
         }
         guard let context = _confinement.context else {
             _confinement._trapNotConfined(_subjectDescription)

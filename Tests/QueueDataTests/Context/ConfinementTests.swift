@@ -126,6 +126,7 @@ struct ConfinementTests {
         }
         let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
         #expect(message.contains("was set on a deleted object"))
+        #expect(message.contains("rollback()") && message.contains("undo()"))
     }
 
     @Test("a key that is not an attribute traps")
