@@ -185,3 +185,50 @@ struct FetchRegressionTests {
         }
     }
 }
+
+/// Refuses to be saved until `isOpen`.
+final class Gate: ManagedObject {
+    @Attribute var isOpen: Bool = false
+
+    override func validateForSave() throws {
+        try super.validateForSave()
+        if !isOpen {
+            throw ValidationError(
+                failures: [ValidationError.Failure(objectID: nil, entityName: "", property: "isOpen", reason: "closed")]
+            )
+        }
+    }
+}
+
+/// Inserts a closed gate from its own validation, once.
+final class GateKeeper: ManagedObject {
+    @Attribute var inserted: Bool = false
+
+    override func validateForSave() throws {
+        try super.validateForSave()
+        guard !inserted, let context = managedObjectContext else { return }
+        inserted = true
+        context.insert(Gate.self)
+    }
+}
+
+@Suite("Validation of objects validation brings in")
+struct ValidationRoundTests {
+    @Test("an object inserted by another's validateForSave is validated by the same save, and its failure fails it")
+    func insertedDuringValidationIsValidated() throws {
+        let manager = makeManager(model: ManagedObjectModel([Gate.self, GateKeeper.self]))
+        let context = try makeContext(manager, "validation-rounds")
+        try context.performAndWait {
+            context.insert(GateKeeper.self)
+            #expect(throws: ValidationError.self) { try context.save() }
+            let gates = context.insertedObjects.compactMap { $0 as? Gate }
+            #expect(gates.count == 1)
+            gates.forEach { $0.isOpen = true }
+            try context.save()
+            #expect(!context.hasChanges)
+        }
+        let reader = try makeContext(manager, "validation-rounds-reader")
+        let open = try reader.performAndWait { try reader.fetch(FetchRequest<Gate>()).map(\.isOpen) }
+        #expect(open == [true])
+    }
+}
