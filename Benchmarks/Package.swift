@@ -32,6 +32,11 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // One workload per run, for instruction counts under callgrind (no GRDB, no SQLite).
+        .executableTarget(
+            name: "qd-profile",
+            dependencies: [.product(name: "QueueData", package: rootIdentity)]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,15 +10,26 @@
 extern _Thread_local const void *_Nullable qd_tls_confinement;
 /// The innermost frame of the chain of context blocks entered on this thread.
 extern _Thread_local const void *_Nullable qd_tls_confinement_frames;
-/// The next attribute slot handed out while a managed object is being constructed.
-extern _Thread_local intptr_t qd_tls_attribute_slot;
-/// The next relationship slot handed out while a managed object is being constructed.
-extern _Thread_local intptr_t qd_tls_relationship_slot;
-/// The next transient attribute slot handed out while a managed object is being constructed
-/// (transient slots follow the row's persistent columns).
-extern _Thread_local intptr_t qd_tls_transient_slot;
-/// The recorder collecting attribute declarations while a model discovers a class.
-extern _Thread_local void *_Nullable qd_tls_attribute_recorder;
+/// What the attribute and relationship wrappers of an object under construction on this thread
+/// read: one thread-local structure, so that a wrapper's initializer finds it with one
+/// thread-local address computation.
+typedef struct qd_construction {
+    /// The recorder collecting attribute declarations while a model discovers a class.
+    void *_Nullable recorder;
+    /// The next attribute slot handed out.
+    intptr_t attribute_slot;
+    /// The next relationship slot handed out.
+    intptr_t relationship_slot;
+    /// The next transient attribute slot handed out (transient slots follow the row's
+    /// persistent columns).
+    intptr_t transient_slot;
+    /// The byte offset of each slot's field in the object's row (its entity's row layout), or
+    /// null when no object is being constructed; `field_count` entries.
+    const uint16_t *_Nullable field_offsets;
+    intptr_t field_count;
+} qd_construction;
+
+extern _Thread_local qd_construction qd_tls_construction;
 
 static inline const void *_Nullable qd_confinement_current(void) {
     return qd_tls_confinement;
@@ -36,48 +47,80 @@ static inline void qd_confinement_set_frames(const void *_Nullable frames) {
     qd_tls_confinement_frames = frames;
 }
 
+/// The construction state of this thread.
+static inline qd_construction qd_construction_get(void) {
+    return qd_tls_construction;
+}
+
+static inline void qd_construction_set(qd_construction state) {
+    qd_tls_construction = state;
+}
+
+/// Starts handing out the slots of an object whose fields are at `offsets` (`count` slots), the
+/// transient ones from `first_transient_slot`; returns the state to restore afterwards.
+static inline qd_construction qd_construction_begin(
+    const uint16_t *_Nullable offsets, intptr_t count, intptr_t first_transient_slot) {
+    qd_construction *state = &qd_tls_construction;
+    qd_construction saved = *state;
+    state->attribute_slot = 0;
+    state->relationship_slot = 0;
+    state->transient_slot = first_transient_slot;
+    state->field_offsets = offsets;
+    state->field_count = count;
+    return saved;
+}
+
+/// The next slot of the object under construction (a transient one, or a persistent one),
+/// taken, with its field's byte offset in the object's row: `slot | offset << 16`; or -1,
+/// taking nothing, while a model records this thread's declarations.
+static inline intptr_t qd_attribute_field_take(_Bool transient) {
+    qd_construction *state = &qd_tls_construction;
+    if (state->recorder) {
+        return -1;
+    }
+    intptr_t slot = transient ? state->transient_slot++ : state->attribute_slot++;
+    intptr_t offset = state->field_offsets && slot < state->field_count ? state->field_offsets[slot] : 0;
+    return slot | offset << 16;
+}
+
+/// The byte offset of `slot`'s field in the row of the object under construction (0 when no
+/// object is being constructed, or the slot is not one of its entity's: a class that declares
+/// more attributes than its entity traps once its initializer reaches ManagedObject's).
+static inline intptr_t qd_field_offset(intptr_t slot) {
+    qd_construction *state = &qd_tls_construction;
+    return state->field_offsets && slot >= 0 && slot < state->field_count ? state->field_offsets[slot] : 0;
+}
+
 static inline intptr_t qd_attribute_slot_take(void) {
-    return qd_tls_attribute_slot++;
+    return qd_tls_construction.attribute_slot++;
 }
 
 static inline intptr_t qd_attribute_slot_get(void) {
-    return qd_tls_attribute_slot;
-}
-
-static inline void qd_attribute_slot_set(intptr_t slot) {
-    qd_tls_attribute_slot = slot;
+    return qd_tls_construction.attribute_slot;
 }
 
 static inline intptr_t qd_relationship_slot_take(void) {
-    return qd_tls_relationship_slot++;
+    return qd_tls_construction.relationship_slot++;
 }
 
 static inline intptr_t qd_relationship_slot_get(void) {
-    return qd_tls_relationship_slot;
-}
-
-static inline void qd_relationship_slot_set(intptr_t slot) {
-    qd_tls_relationship_slot = slot;
+    return qd_tls_construction.relationship_slot;
 }
 
 static inline intptr_t qd_transient_slot_take(void) {
-    return qd_tls_transient_slot++;
+    return qd_tls_construction.transient_slot++;
 }
 
 static inline intptr_t qd_transient_slot_get(void) {
-    return qd_tls_transient_slot;
-}
-
-static inline void qd_transient_slot_set(intptr_t slot) {
-    qd_tls_transient_slot = slot;
+    return qd_tls_construction.transient_slot;
 }
 
 static inline void *_Nullable qd_attribute_recorder_get(void) {
-    return qd_tls_attribute_recorder;
+    return qd_tls_construction.recorder;
 }
 
 static inline void qd_attribute_recorder_set(void *_Nullable recorder) {
-    qd_tls_attribute_recorder = recorder;
+    qd_tls_construction.recorder = recorder;
 }
 
 #endif

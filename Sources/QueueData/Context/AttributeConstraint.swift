@@ -34,16 +34,21 @@ public struct AttributeConstraint: Sendable, Hashable {
         return slot
     }
 
-    /// Whether the stored value at `value` is one of ``values``.
-    ///
-    /// Compares in place: a fetch calls it for every object the context holds.
+    /// Whether `value` is one of ``values``.
     @inline(__always)
-    func isSatisfied(by value: UnsafePointer<StoredValue>) -> Bool {
+    func isSatisfied(by value: StoredValue) -> Bool {
         values.withUnsafeBufferPointer { candidates in
-            for index in candidates.indices where candidates[index] == value.pointee {
+            for index in candidates.indices where candidates[index] == value {
                 return true
             }
             return false
         }
+    }
+
+    /// Whether the field of `slot` of the row at `row` (laid out by `layout`) holds one of
+    /// ``values``.
+    @inline(__always)
+    func isSatisfied(row: UnsafeRawPointer, slot: Int, layout: RowLayout) -> Bool {
+        isSatisfied(by: layout.value(row, slot: slot))
     }
 }

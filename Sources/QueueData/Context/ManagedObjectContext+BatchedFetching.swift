@@ -35,7 +35,7 @@ extension ManagedObjectContext {
                 var values: [String: StoredValue] = [:]
                 values.reserveCapacity(columns.count)
                 for (name, index) in columns {
-                    values[name] = object._values[index]
+                    values[name] = object._value(at: index)
                 }
                 return values
             }
@@ -137,12 +137,12 @@ extension ManagedObjectContext {
     /// through one reusable object per entity where they are not registered.
     private func sortedOrder<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>) throws -> [Int] {
         var scratch: [Int: ManagedObject] = [:]
-        func probe(_ entityIndex: Int, _ row: CommittedRow) -> Result {
+        func probe(_ entityIndex: Int, _ row: RowReference) -> Result {
             if let probe = scratch[entityIndex] {
-                probe._takeCommittedRow(row.values)
+                probe._takeCommittedRow(row)
                 return unsafeDowncast(probe, to: Result.self)
             }
-            let probe = makeObject(entityIndex: entityIndex, row: row)
+            let probe = makeObject(entityIndex: entityIndex, reference: row)
             scratch[entityIndex] = probe
             return unsafeDowncast(probe, to: Result.self)
         }
@@ -150,10 +150,11 @@ extension ManagedObjectContext {
             switch candidates[index] {
             case .object(let object):
                 // Matched on committed values, so sorted on them too.
-                if !request.includesPendingChanges, object._state.contains(.updated), let snapshot = object._snapshot {
-                    let row = CommittedRow(
-                        primaryKey: object._objectID.rawValue, version: object._snapshotVersion, values: snapshot)
-                    return probe(object._objectID.key.entityIndex!, row)
+                if !request.includesPendingChanges, object._state.contains(.updated), let committed = object._committed
+                {
+                    return probe(
+                        object._objectID.key.entityIndex!, RowReference(block: committed, index: object._committedIndex)
+                    )
                 }
                 return unsafeDowncast(object, to: Result.self)
             case .row(let entityIndex, let row):

@@ -218,8 +218,8 @@ extension ManagedObjectContext {
             for object in objects.values {
                 for (offset, relationship) in entity.relationships.enumerated() {
                     let slot = entity.attributes.count + offset
-                    if let value = renamed(object._values[slot], relationship) {
-                        object._writableValues[slot] = value
+                    if let value = renamed(object._value(at: slot), relationship) {
+                        object._storeValue(value, at: slot)
                     }
                     if let snapshotValue = object._snapshot?[slot], let value = renamed(snapshotValue, relationship) {
                         object._snapshot![slot] = value
@@ -244,7 +244,7 @@ extension ManagedObjectContext {
         guard state.contains(.inserted) || state.contains(.updated) else { return nil }
         return CommittedRow(
             primaryKey: object._objectID.rawValue, version: Swift.max(object._snapshotVersion, 1),
-            values: Array(UnsafeBufferPointer(start: object._values, count: object.entity.columnCount)))
+            values: object._columnValues)
     }
 }
 

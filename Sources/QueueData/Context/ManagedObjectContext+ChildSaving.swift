@@ -18,7 +18,7 @@ extension ManagedObjectContext {
         // A deleted object's relationships as the child left them (a deletion's own changes
         // are not updates), so that the parent's delete rules see what the child's did.
         let deletedValues = deletes.map {
-            Array(UnsafeBufferPointer(start: $0._values, count: $0.entity.columnCount))
+            $0._columnValues
         }
         let pending = temporaryKeysFromParent
         // A block of the parent: its observers learn of the push at once, and its undo manager
@@ -31,7 +31,7 @@ extension ManagedObjectContext {
             temporaryKeysFromParent.append((object._objectID.key.entityIndex!, object._objectID.rawValue))
         }
         for object in inserts + savedUpdates where !object._state.contains(.detached) {
-            object._snapshot = Array(UnsafeBufferPointer(start: object._values, count: object.entity.columnCount))
+            object._snapshot = object._columnValues
             object._snapshotVersion = Swift.max(object._snapshotVersion, 1)
             object._state = []
         }
@@ -155,7 +155,7 @@ extension ManagedObjectContext {
             let object = ManagedObject._make(
                 entity: entity, confinement: confinement,
                 objectID: ObjectID(key: coordinator.entityKeys[insert.entityIndex], rawValue: insert.temporaryKey),
-                values: translatedRelationships(insert.values, entity: entity), snapshot: nil, snapshotVersion: 0)
+                values: translatedRelationships(insert.values, entity: entity))
             object._state = [.inserted, .noted, .insertedInEvent]
             registry[insert.entityIndex][insert.temporaryKey] = object
             pendingInserts.append(object)
@@ -175,7 +175,7 @@ extension ManagedObjectContext {
                         pendingUpdates.append(object)
                     }
                 }
-                for slot in values.indices where !StoredValue.isSame(object._values[slot], values[slot]) {
+                for slot in values.indices where !StoredValue.isSame(object._value(at: slot), values[slot]) {
                     if slot >= object.entity.attributes.count {
                         unlinkFromDeletedObjects(object, column: slot, keeping: values[slot])
                     }
@@ -187,7 +187,7 @@ extension ManagedObjectContext {
                     let values = translatedRelationships(values, entity: object.entity)
                     let attributeCount = object.entity.attributes.count
                     for slot in attributeCount..<values.count
-                    where !StoredValue.isSame(object._values[slot], values[slot]) {
+                    where !StoredValue.isSame(object._value(at: slot), values[slot]) {
                         unlinkFromDeletedObjects(object, column: slot, keeping: values[slot])
                         object._setValue(values[slot], at: slot)
                     }
@@ -203,7 +203,7 @@ extension ManagedObjectContext {
     private func unlinkFromDeletedObjects(_ object: ManagedObject, column: Int, keeping newValue: StoredValue) {
         let kept = Set(RelationshipKeys.decode(newValue))
         let link = self.link(of: object, column: column)
-        for key in RelationshipKeys.decode(object._values[column]) where !kept.contains(key) {
+        for key in RelationshipKeys.decode(object._value(at: column)) where !kept.contains(key) {
             guard let target = registry[link.destinationIndex][key], Self.isPendingDelete(target) else { continue }
             removeKey(object._objectID.rawValue, from: target, column: link.inverseColumn, relationship: link.inverse)
         }
@@ -235,7 +235,7 @@ extension ManagedObjectContext {
     private func currentValues(entityIndex: Int, key: Int64) -> [StoredValue]? {
         if let object = registry[entityIndex][key], !object._state.contains(.detached) {
             guard !object._state.contains(.deleted) else { return nil }
-            return Array(UnsafeBufferPointer(start: object._values, count: object.entity.columnCount))
+            return object._columnValues
         }
         if parent != nil {
             return ((try? baseRows(entityIndex: entityIndex, primaryKeys: [key])) ?? []).first??.values

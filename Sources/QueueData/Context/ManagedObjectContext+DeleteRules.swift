@@ -52,7 +52,7 @@ extension ManagedObjectContext {
         forEachRelationship(of: deleted) { column, link in
             guard link.relationship.deleteRule != .deny else { return }
             let before = Set(RelationshipKeys.decode(values[column]))
-            let added = RelationshipKeys.decode(deleted._values[column]).filter { !before.contains($0) }
+            let added = RelationshipKeys.decode(deleted._value(at: column)).filter { !before.contains($0) }
             guard !added.isEmpty else { return }
             for target in objects(entityIndex: link.destinationIndex, keys: added) {
                 removeKey(target._objectID.rawValue, from: deleted, column: column, relationship: link.relationship)
@@ -86,7 +86,7 @@ extension ManagedObjectContext {
                 let key = object._objectID.rawValue
                 queue += relatedObjects(of: object, column: column).filter {
                     !$0._state.contains(.detached)
-                        && RelationshipKeys.decode($0._values[link.inverseColumn]).contains(key)
+                        && RelationshipKeys.decode($0._value(at: link.inverseColumn)).contains(key)
                 }
             }
         }

@@ -189,8 +189,7 @@ extension ManagedObjectContext {
             }
             try writer.write(
                 builder.record(
-                    primaryKey: object._objectID.rawValue,
-                    values: UnsafeBufferPointer(start: object._values, count: entity.columnCount)))
+                    primaryKey: object._objectID.rawValue, row: object._row, layout: entity.rowLayout))
         }
         if task.isCancelled {
             writer.cancel()

@@ -28,7 +28,7 @@ extension ManagedObjectContext {
             for object in objects where object._state.contains(.detached) {
                 register(object)
             }
-            return objects
+            return Self.array(objects, of: Result.self)
         }
     }
 
@@ -50,7 +50,19 @@ extension ManagedObjectContext {
     public func fetchObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID] {
         checkConfined()
         return try confinement.withMarkedBlock {
-            try matchingObjects(request).map(\._objectID)
+            guard request.sortDescriptors.isEmpty else {
+                return try matchingObjects(request).map(\._objectID)
+            }
+            // Unsorted: the IDs of the matches, without making objects of committed rows.
+            var ids: [ObjectID] = []
+            try forEachPageCandidate(request) { candidate in
+                switch candidate {
+                case .object(let object): ids.append(object._objectID)
+                case .row(let entityIndex, let row):
+                    ids.append(ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey))
+                }
+            }
+            return ids
         }
     }
 
@@ -72,8 +84,25 @@ extension ManagedObjectContext {
         }
     }
 
+    /// `objects`, all of class `Result`, as an array of `Result`: the one step of a fetch
+    /// that depends on the type fetched (the rest builds arrays of `ManagedObject`, without
+    /// generic code per object).
+    static func array<Result: ManagedObject>(_ objects: [ManagedObject], of _: Result.Type) -> [Result] {
+        if Result.self == ManagedObject.self {
+            return unsafeBitCast(objects, to: [Result].self)
+        }
+        return [Result](unsafeUninitializedCapacity: objects.count) { buffer, initialized in
+            objects.withUnsafeBufferPointer { source in
+                for index in source.indices {
+                    (buffer.baseAddress! + index).initialize(to: unsafeDowncast(source[index], to: Result.self))
+                }
+            }
+            initialized = objects.count
+        }
+    }
+
     /// Grows the identity map once for a large fetch instead of rehashing as it fills.
-    private func reserveRegistryCapacity<Result: ManagedObject>(for objects: [Result]) {
+    private func reserveRegistryCapacity(for objects: [ManagedObject]) {
         guard objects.count > 64, let first = objects.first, let entityIndex = first._objectID.key.entityIndex else {
             return
         }
@@ -88,35 +117,53 @@ extension ManagedObjectContext {
     /// A match found by the scan: a registered object, or a committed row not yet registered.
     enum Candidate {
         case object(ManagedObject)
-        case row(entityIndex: Int, row: CommittedRow)
+        case row(entityIndex: Int, row: RowReference)
     }
 
-    /// The objects `request` returns, sorted and paged; objects made for committed rows are
-    /// unregistered (`detached`) until the caller registers them.
-    private func matchingObjects<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
-        let sorted = !request.sortDescriptors.isEmpty
-        // Without sorting, the scan can stop once the page is full.
-        let needed: Int
-        if sorted || request.fetchLimit <= 0 {
-            needed = .max
-        } else {
-            let (sum, overflow) = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
-            needed = overflow ? .max : sum
+    /// Calls `body` with the matches of an unsorted `request` that its page holds (past its
+    /// ``FetchRequest/fetchOffset``, up to its ``FetchRequest/fetchLimit``), in scan order,
+    /// stopping the scan once the page is full.
+    func forEachPageCandidate<Result>(_ request: FetchRequest<Result>, _ body: (Candidate) throws -> Void) throws {
+        let offset = Swift.max(request.fetchOffset, 0)
+        let limit = request.fetchLimit > 0 ? request.fetchLimit : Int.max
+        var skipped = 0
+        var taken = 0
+        try forEachCandidate(request) { candidate in
+            if skipped < offset {
+                skipped += 1
+                return true
+            }
+            try body(candidate)
+            taken += 1
+            return taken < limit
+        }
+    }
+
+    /// The objects `request` returns, sorted and paged, each of class `Result`; objects made
+    /// for committed rows are unregistered (`detached`) until the caller registers them.
+    private func matchingObjects<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObject] {
+        guard !request.sortDescriptors.isEmpty else {
+            // Each match becomes an object as the scan finds it.
+            var objects: [ManagedObject] = []
+            try forEachPageCandidate(request) { candidate in
+                objects.append(object(for: candidate))
+            }
+            return objects
         }
         var candidates: [Candidate] = []
         try forEachCandidate(request) { candidate in
             candidates.append(candidate)
-            return candidates.count < needed
-        }
-        if !sorted {
-            let page = pageRange(count: candidates.count, request)
-            return candidates[page].map { unsafeDowncast(object(for: $0), to: Result.self) }
+            return true
         }
         if request.includesPendingChanges, let order = orderReadingRows(of: candidates, request) {
             // Only the page becomes objects.
-            return order[pageRange(count: order.count, request)].map {
-                unsafeDowncast(object(for: candidates[$0]), to: Result.self)
+            let page = pageRange(count: order.count, request)
+            var objects: [ManagedObject] = []
+            objects.reserveCapacity(page.count)
+            for position in page {
+                objects.append(object(for: candidates[order[position]]))
             }
+            return objects
         }
         var objects = candidates.map { unsafeDowncast(object(for: $0), to: Result.self) }
         if request.includesPendingChanges {
@@ -127,11 +174,11 @@ extension ManagedObjectContext {
             var proxies = objects
             for (index, object) in objects.enumerated()
             where object._state.contains(.updated) && !object._state.contains(.detached) {
-                if let snapshot = object._snapshot {
+                if let committed = object._committed {
                     let proxy = makeObject(
                         entityIndex: object._objectID.key.entityIndex!,
-                        row: CommittedRow(
-                            primaryKey: object._objectID.rawValue, version: object._snapshotVersion, values: snapshot))
+                        reference: RowReference(block: committed, index: object._committedIndex),
+                        version: object._snapshotVersion)
                     proxies[index] = unsafeDowncast(proxy, to: Result.self)
                 }
             }
@@ -140,7 +187,7 @@ extension ManagedObjectContext {
             proxies.sortByExtractedKeys(using: request.sortDescriptors)
             objects = proxies.map { original[ObjectIdentifier($0)]! }
         }
-        return Array(objects[pageRange(count: objects.count, request)])
+        return objects[pageRange(count: objects.count, request)].map { $0 as ManagedObject }
     }
 
     /// The order of `candidates` by `request`'s sort descriptors, what `sortByExtractedKeys`
@@ -159,11 +206,11 @@ extension ManagedObjectContext {
                 return unsafeDowncast(object, to: Result.self)
             case .row(let entityIndex, let row):
                 if let reused = scratch[entityIndex] {
-                    reused._takeCommittedRow(row.values)
+                    reused._takeCommittedRow(row)
                     reused._objectID = ObjectID(key: reused._objectID.key, rawValue: row.primaryKey)
                     return unsafeDowncast(reused, to: Result.self)
                 }
-                let made = makeObject(entityIndex: entityIndex, row: row)
+                let made = makeObject(entityIndex: entityIndex, reference: row)
                 scratch[entityIndex] = made
                 return unsafeDowncast(made, to: Result.self)
             }
@@ -173,7 +220,7 @@ extension ManagedObjectContext {
     func object(for candidate: Candidate) -> ManagedObject {
         switch candidate {
         case .object(let object): return object
-        case .row(let entityIndex, let row): return makeObject(entityIndex: entityIndex, row: row)
+        case .row(let entityIndex, let row): return makeObject(entityIndex: entityIndex, reference: row)
         }
     }
 
@@ -201,9 +248,10 @@ extension ManagedObjectContext {
         for (position, (entityIndex, snapshot)) in zip(entityIndexes, snapshots).enumerated() {
             let registered = registry[entityIndex]
             let slot = constraint?.slot(in: model.entities[entityIndex])
+            let layout = model.entities[entityIndex].rowLayout
             /// Whether `object`, as it is now, matches.
             func matches(_ object: ManagedObject) throws -> Bool {
-                if let constraint, let slot, !constraint.isSatisfied(by: object._values + slot) {
+                if let constraint, let slot, !constraint.isSatisfied(by: object._value(at: slot)) {
                     return false
                 }
                 return try predicate?(unsafeDowncast(object, to: Result.self)) ?? true
@@ -211,27 +259,24 @@ extension ManagedObjectContext {
             // Unregistered rows are matched through one reusable object, so rows that do not
             // match never allocate anything.
             var scratch: ManagedObject?
-            func matchesCommitted(_ row: CommittedRow) throws -> Bool {
-                if let constraint, let slot {
-                    let satisfied = row.values.withUnsafeBufferPointer {
-                        constraint.isSatisfied(by: $0.baseAddress! + slot)
-                    }
-                    guard satisfied else { return false }
+            func matchesCommitted(_ row: RowReference) throws -> Bool {
+                if let constraint, let slot, !constraint.isSatisfied(row: row.fields, slot: slot, layout: layout) {
+                    return false
                 }
                 guard let predicate else { return true }
                 let probe: ManagedObject
                 if let scratch {
-                    scratch._takeCommittedRow(row.values)
+                    scratch._takeCommittedRow(row)
                     scratch._objectID = ObjectID(key: scratch._objectID.key, rawValue: row.primaryKey)
                     probe = scratch
                 } else {
-                    probe = makeObject(entityIndex: entityIndex, row: row)
+                    probe = makeObject(entityIndex: entityIndex, reference: row)
                     scratch = probe
                 }
                 return try predicate(unsafeDowncast(probe, to: Result.self))
             }
             var keepGoing = true
-            func visit(_ row: CommittedRow) throws {
+            func visit(_ row: RowReference) throws {
                 guard keepGoing else { return }
                 rowsExamined &+= 1
                 if let object = registered[row.primaryKey] {
@@ -250,10 +295,14 @@ extension ManagedObjectContext {
             if let overlay = overlays?[position] {
                 // The parent's changed rows replace the committed ones; its inserted objects
                 // (temporary, negative keys) follow, in the order they were inserted.
+                /// A changed row of the parent, in a block of its own.
+                func reference(_ row: CommittedRow) -> RowReference {
+                    row.reference ?? RowReference(block: RowBlock(layout: layout, row: row)!, index: 0)
+                }
                 try snapshot.forEachLiveRow { row in
                     if let changed = overlay[row.primaryKey] {
                         if !changed.isDeleted {
-                            try visit(changed)
+                            try visit(reference(changed))
                         }
                     } else {
                         try visit(row)
@@ -261,7 +310,7 @@ extension ManagedObjectContext {
                 }
                 for key in overlay.keys.filter({ $0 < 0 }).sorted() where keepGoing {
                     if let row = overlay[key], !row.isDeleted {
-                        try visit(row)
+                        try visit(reference(row))
                     }
                 }
             } else if usesIndexes, let constraint, let slot, let index = snapshot.index(of: slot) {
@@ -271,13 +320,13 @@ extension ManagedObjectContext {
                 }
                 if request.includesPendingChanges {
                     // Unsaved values (and merges not yet taken) are in the objects, not the index.
-                    for (key, object) in registered where constraint.isSatisfied(by: object._values + slot) {
+                    for (key, object) in registered where constraint.isSatisfied(by: object._value(at: slot)) {
                         keys.insert(key)
                     }
                 }
                 for key in keys.sorted() {
                     guard keepGoing else { break }
-                    if let row = snapshot.row(for: key) {
+                    if let row = snapshot.reference(for: key) {
                         try visit(row)
                     }
                 }
@@ -291,7 +340,7 @@ extension ManagedObjectContext {
         for object in pendingInserts where Self.isPendingInsert(object) {
             guard let entityIndex = object._objectID.key.entityIndex, entitySet.contains(entityIndex) else { continue }
             if let constraint,
-                !constraint.isSatisfied(by: object._values + constraint.slot(in: model.entities[entityIndex]))
+                !constraint.isSatisfied(by: object._value(at: constraint.slot(in: model.entities[entityIndex])))
             {
                 continue
             }
@@ -376,15 +425,5 @@ extension TableSnapshot {
     /// Whether a live row with `primaryKey` exists.
     func contains(primaryKey: Int64) -> Bool {
         row(for: primaryKey) != nil
-    }
-}
-
-extension ManagedObject {
-    /// Replaces the object's values (its first `values.count` slots) with `values`.
-    final func _load(_ values: [StoredValue]) {
-        let row = _writableValues
-        values.withUnsafeBufferPointer { buffer in
-            row.updateStoredValues(from: buffer.baseAddress!, count: buffer.count)
-        }
     }
 }

@@ -107,10 +107,10 @@ extension ManagedObjectContext {
             let entity = object.entity
             guard !entity.relationships.isEmpty, let entityIndex = object._objectID.key.entityIndex else { continue }
             for (offset, link) in model.relationshipLinks[entityIndex].enumerated() {
-                let keys = RelationshipKeys.decode(object._values[entity.attributes.count + offset])
+                let keys = RelationshipKeys.decode(object._value(at: entity.attributes.count + offset))
                 for targetKey in keys {
                     guard let target = registry[link.destinationIndex][targetKey],
-                        RelationshipKeys.decode(target._values[link.inverseColumn]).contains(key)
+                        RelationshipKeys.decode(target._value(at: link.inverseColumn)).contains(key)
                     else { continue }
                     removeKey(key, from: target, column: link.inverseColumn, relationship: link.inverse)
                     if link.relationship.deleteRule == .cascade, !target._state.contains(.deleted) {

@@ -6,7 +6,7 @@ extension ManagedObjectContext {
 
     /// The objects `object`'s relationship at `column` points to, in stored order.
     func relatedObjects(of object: ManagedObject, column: Int) -> [ManagedObject] {
-        let keys = RelationshipKeys.decode(object._values[column])
+        let keys = RelationshipKeys.decode(object._value(at: column))
         guard !keys.isEmpty else { return [] }
         return objects(entityIndex: link(of: object, column: column).destinationIndex, keys: keys)
     }
@@ -67,7 +67,7 @@ extension ManagedObjectContext {
             }
         }
         precondition(relationship.isToMany || newKeys.count <= 1, "a to-one relationship holds one object")
-        let oldKeys = RelationshipKeys.decode(source._values[column])
+        let oldKeys = RelationshipKeys.decode(source._value(at: column))
         let unchanged = relationship.isOrdered ? oldKeys == newKeys : Set(oldKeys) == seen
         guard !unchanged else { return }
         let oldSet = Set(oldKeys)
@@ -86,7 +86,7 @@ extension ManagedObjectContext {
             if link.inverse.isToMany {
                 addKey(sourceKey, to: target, column: link.inverseColumn, relationship: link.inverse)
             } else {
-                let previous = RelationshipKeys.decode(target._values[link.inverseColumn]).first
+                let previous = RelationshipKeys.decode(target._value(at: link.inverseColumn)).first
                 if let previous, previous != sourceKey {
                     let sourceIndex = source._objectID.key.entityIndex!
                     for owner in objects(entityIndex: sourceIndex, keys: [previous]) {
@@ -139,7 +139,10 @@ extension ManagedObject {
             if let undoManager = _confinement.context?.undoManagerValue {
                 undoManager.willChange(self)
             }
-            _ = change(&_writableValues[slot])
+            var value = _value(at: slot)
+            if change(&value) {
+                _storeValue(value, at: slot)
+            }
         } else {
             _updateValue(at: slot, change)
         }

@@ -87,32 +87,31 @@ extension ManagedObjectContext {
         if !restoring.isEmpty {
             inserts.removeAll { !$0._objectID.isTemporaryID }
             for object in restoring {
-                let count = object.entity.columnCount
                 request.restores.append(
                     SaveRequest.Restore(
                         entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue,
                         baseVersion: object._snapshotVersion, snapshot: object._snapshot ?? object.entity.defaultRow,
-                        values: Array(UnsafeBufferPointer(start: object._values, count: count))))
+                        values: object._columnValues))
             }
         }
         request.inserts.reserveCapacity(inserts.count)
         for object in inserts {
-            let count = object.entity.columnCount
             request.inserts.append(
                 SaveRequest.Insert(
                     entityIndex: object._objectID.key.entityIndex!, temporaryKey: object._objectID.rawValue,
-                    values: Array(UnsafeBufferPointer(start: object._values, count: count))))
+                    values: object._columnValues))
         }
         var savedUpdates: [ManagedObject] = []
         for object in updates {
-            guard let snapshot = object._snapshot else { continue }
+            guard let committed = object._committedFields else { continue }
+            let layout = object.entity.rowLayout
             var slots: [Int] = []
             var values: [StoredValue] = []
-            for slot in 0..<snapshot.count where !StoredValue.isSame(object._values[slot], snapshot[slot]) {
+            for slot in 0..<object.entity.columnCount where !layout.isSame(object._row, committed, slot: slot) {
                 slots.append(slot)
-                values.append(object._values[slot])
+                values.append(object._value(at: slot))
             }
-            guard !slots.isEmpty else { continue }
+            guard !slots.isEmpty, let snapshot = object._snapshot else { continue }
             savedUpdates.append(object)
             request.updates.append(
                 SaveRequest.Update(
@@ -165,8 +164,7 @@ extension ManagedObjectContext {
             object._objectID = permanentID
             registry[entityIndex][row.primaryKey] = object
             // The committed row has the related objects' permanent keys.
-            object._takeCommittedRow(row.values)
-            object._snapshotVersion = row.version
+            object._takeCommittedRow(row)
             object._state = []
         }
         // Every updated, deleted or restored object takes its committed state after the save:
@@ -177,8 +175,7 @@ extension ManagedObjectContext {
             let key = RowKey(entityIndex: object._objectID.key.entityIndex!, primaryKey: object._objectID.rawValue)
             guard let final = outcome.finalRows[key] else { continue }
             if let row = final {
-                object._takeCommittedRow(row.values)
-                object._snapshotVersion = row.version
+                object._takeCommittedRow(row)
                 object._state = []
             } else {
                 unregister(object)
@@ -203,8 +200,7 @@ extension ManagedObjectContext {
             let temporaryID = object._objectID
             registry[entityIndex][object._objectID.rawValue] = nil
             object._objectID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
-            object._takeCommittedRow(row.values)
-            object._snapshotVersion = row.version
+            object._takeCommittedRow(row)
             if let registered = registry[entityIndex][row.primaryKey], registered !== object {
                 registered._apply(row, keepingLocalChanges: false, byOwnSave: true)
                 object._state = [.detached]
@@ -375,13 +371,13 @@ extension ManagedObjectContext {
         }
         for (index, validate) in entity.attributeValidators.sorted(by: { $0.key < $1.key }) {
             do {
-                try validate(object._values[index])
+                try validate(object._value(at: index))
             } catch {
                 fail(entity.columnName(index), String(describing: error))
             }
         }
         for (offset, relationship) in entity.relationships.enumerated() {
-            let count = RelationshipKeys.decode(object._values[entity.attributes.count + offset]).count
+            let count = RelationshipKeys.decode(object._value(at: entity.attributes.count + offset)).count
             if !relationship.isToMany {
                 if !relationship.isOptional && count == 0 {
                     fail(relationship.name, "is required")
@@ -436,8 +432,8 @@ extension ManagedObjectContext {
         where !object._state.contains(.detached)
             && (object._state.contains(.updated) || object._state.contains(.deleted))
         {
-            if let snapshot = object._snapshot {
-                object._takeCommittedRow(snapshot)
+            if let committed = object._committed {
+                object._takeCommittedRow(RowReference(block: committed, index: object._committedIndex))
             }
             object._resetTransientAttributes()
             object._state = []
@@ -532,33 +528,42 @@ extension ManagedObject {
     /// the context's own save made of it (an undo may set it back), not another context's.
     final func _apply(_ row: CommittedRow, keepingLocalChanges: Bool, byOwnSave: Bool = false) {
         let count = entity.columnCount
-        let previous = _snapshot
+        let layout = entity.rowLayout
+        let previous = _committedFields.map { _ in (block: _committed!, index: _committedIndex) }
         // An object sharing its committed row has no local changes; one with its own row may
         // have set every value back.
-        if keepingLocalChanges, let old = previous, _stateBits & ObjectState._ownsRow != 0,
-            (0..<count).contains(where: { !StoredValue.isSame(_values[$0], old[$0]) })
+        if keepingLocalChanges, let old = _committedFields, _stateBits & ObjectState._ownsRow != 0,
+            !layout.isSameRow(_row, old, count: count)
         {
             let attributeCount = entity.attributes.count
             for slot in 0..<count {
-                if StoredValue.isSame(_values[slot], old[slot]) {
-                    _writableValues[slot] = row.values[slot]
+                if layout.isSame(_row, old, slot: slot) {
+                    _storeValue(row.values[slot], at: slot)
                 } else if slot >= attributeCount, entity.relationships[slot - attributeCount].isToMany {
                     // Unsaved additions and removals apply on top of the newer committed set.
-                    _writableValues[slot] = RelationshipKeys.merged(
-                        snapshot: old[slot], object: _values[slot], committed: row.values[slot],
-                        relationship: entity.relationships[slot - attributeCount])
+                    _storeValue(
+                        RelationshipKeys.merged(
+                            snapshot: layout.value(old, slot: slot), object: _value(at: slot),
+                            committed: row.values[slot], relationship: entity.relationships[slot - attributeCount]),
+                        at: slot)
                 }
             }
-            _snapshot = row.values
+            if let reference = row.reference {
+                _committed = reference.block
+                _committedIndex = reference.index
+            } else {
+                _snapshot = row.values
+            }
         } else {
-            _takeCommittedRow(row.values)
+            _takeCommittedRow(row)
         }
-        if !byOwnSave, let old = previous, let undoManager = _confinement.context?.undoManagerValue {
-            undoManager.didMerge(self, previous: old, values: row.values, version: row.version)
+        if !byOwnSave, let previous, let undoManager = _confinement.context?.undoManagerValue {
+            undoManager.didMerge(
+                self, previous: layout.values(previous.block.row(previous.index), count: count), values: row.values,
+                version: row.version)
         }
         _snapshotVersion = row.version
-        if _state.contains(.updated)
-            && !(0..<count).contains(where: { !StoredValue.isSame(_values[$0], row.values[$0]) })
+        if _state.contains(.updated), let committed = _committedFields, layout.isSameRow(_row, committed, count: count)
         {
             _state.remove(.updated)
         }

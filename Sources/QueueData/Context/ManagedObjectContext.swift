@@ -289,9 +289,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     private func insertObject(entityIndex: Int) -> ManagedObject {
         let entity = model.entities[entityIndex]
         let objectID = ObjectID.temporary(for: coordinator.entityKeys[entityIndex])
-        let object = ManagedObject._make(
-            entity: entity, confinement: confinement, objectID: objectID, values: nil, snapshot: nil,
-            snapshotVersion: 0)
+        let object = ManagedObject._make(entity: entity, confinement: confinement, objectID: objectID)
         object._state = [.inserted, .noted, .insertedInEvent]
         registry[entityIndex][objectID.rawValue] = object
         pendingInserts.append(object)
@@ -403,8 +401,18 @@ public final class ManagedObjectContext: @unchecked Sendable {
     func makeObject(entityIndex: Int, row: CommittedRow) -> ManagedObject {
         let object = ManagedObject._make(
             entity: model.entities[entityIndex], confinement: confinement,
-            objectID: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey),
-            values: row.values, snapshot: row.values, snapshotVersion: row.version)
+            objectID: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey), committed: row)
+        object._state = [.detached]
+        return object
+    }
+
+    /// An unregistered object (`detached`) for the committed row at `reference`, sharing it;
+    /// `version` is the row's unless given.
+    func makeObject(entityIndex: Int, reference: RowReference, version: Int64? = nil) -> ManagedObject {
+        let object = ManagedObject._make(
+            entity: model.entities[entityIndex], confinement: confinement,
+            objectID: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: reference.primaryKey),
+            reference: reference, version: version ?? reference.version)
         object._state = [.detached]
         return object
     }

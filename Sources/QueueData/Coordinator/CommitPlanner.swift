@@ -246,9 +246,19 @@ struct CommitPlanner {
         var updatedTables = tables
         var changedRows: [(entityIndex: Int, row: CommittedRow)] = []
         var restoredRows: [(entityIndex: Int, row: CommittedRow)] = []
-        for (insert, row) in zip(inserts, insertedRows) {
+        // Each entity's inserted rows go after its last row, in order: where they live is known
+        // without a search, once they are all appended (a reference taken earlier would hold
+        // its block, and the next append to the block would copy it).
+        var appendedAt = updatedTables.map(\.storedCount)
+        for (position, insert) in inserts.enumerated() {
+            let row = insertedRows[position]
             changes[insert.entityIndex].inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
             updatedTables[insert.entityIndex].append(row)
+        }
+        for (position, insert) in inserts.enumerated() {
+            insertedRows[position].reference = updatedTables[insert.entityIndex].reference(
+                atPosition: appendedAt[insert.entityIndex])
+            appendedAt[insert.entityIndex] += 1
         }
         for (key, values, baseVersion) in plan.restores {
             let row = updatedTables[key.entityIndex].restore(
@@ -267,6 +277,13 @@ struct CommitPlanner {
         for key in plan.deletes {
             changes[key.entityIndex].deleted.append(key.primaryKey)
             updatedTables[key.entityIndex].remove(key.primaryKey)
+        }
+        // Where the updated rows live, now that nothing more is written (a reference taken
+        // earlier would hold its block, and the next write to the block would copy it): the
+        // saved objects and the objects that merge the save share those rows.
+        for position in changedRows.indices {
+            changedRows[position].row.reference = updatedTables[changedRows[position].entityIndex].reference(
+                for: changedRows[position].row.primaryKey)
         }
         var nextPrimaryKeys: [String: Int64] = [:]
         for (index, key) in nextKeys.enumerated() where key != tables[index].nextPrimaryKey {

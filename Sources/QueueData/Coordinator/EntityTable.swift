@@ -1,106 +1,181 @@
-/// A committed row with the version optimistic locking compares.
+/// A committed row with the version optimistic locking compares: the form a row takes between
+/// the coordinator, the commit planner and contexts.
 struct CommittedRow: Sendable {
     var primaryKey: Int64
     /// Starts at 1 and grows by one with each committed update. A deleted row (a tombstone)
     /// holds its last version negated, so that a restored row continues the count.
     var version: Int64
     var values: [StoredValue]
+    /// Where the row lives in a table's blocks, when it was read from one: an object made from
+    /// it reads its values there instead of a copy.
+    var reference: RowReference?
+
+    init(primaryKey: Int64, version: Int64, values: [StoredValue], reference: RowReference? = nil) {
+        self.primaryKey = primaryKey
+        self.version = version
+        self.values = values
+        self.reference = reference
+    }
 
     var isDeleted: Bool { version <= 0 }
 }
 
 /// The committed rows of one entity, in primary-key order.
 ///
-/// Rows live in fixed-size chunks, and chunks in fixed-size groups, so that a snapshot (what a
-/// fetch iterates) shares them all, and the next commit copies only the chunk it touches, its
-/// group's list of chunks and the list of groups: a one-row change copies a few hundred
-/// references whatever the size of the table (one level of 1,024-row chunks copied 1,024 rows
-/// and a list growing with the table). Deleted rows stay as tombstones until there are more of
-/// them than live rows. Lookups by primary key are binary searches: keys only grow, so
-/// appending keeps the order.
+/// Rows live packed in blocks (``RowBlock``) of fixed capacity, and blocks in fixed-size groups,
+/// so that a snapshot (what a fetch iterates) shares them all, and the next commit copies only
+/// the block it touches, its group's list of blocks and the list of groups: a one-row change
+/// copies a block of 128 rows and two short lists whatever the size of the table. A block is
+/// written in place only while the table holds the only reference to it. Deleted rows stay as
+/// tombstones until there are more of them than live rows. Lookups by primary key are binary
+/// searches: keys only grow, so appending keeps the order.
 struct EntityTable: Sendable {
-    /// Rows per chunk, and chunks per group (powers of two: positions split with shifts).
+    /// Rows per block, and blocks per group (powers of two: positions split with shifts).
     static let chunkCapacity = 128
     static let groupCapacity = 128
     static let rowsPerGroup = chunkCapacity * groupCapacity
 
-    /// Groups of chunks of rows: row `p` is at `[p / rowsPerGroup][p / chunkCapacity %
-    /// groupCapacity][p % chunkCapacity]`. Every group and chunk is full but the last.
-    private(set) var chunks: [[[CommittedRow]]] = []
+    /// How the rows are laid out.
+    let layout: RowLayout
+    /// Groups of blocks of rows: row `p` is in block `[p / rowsPerGroup][p / chunkCapacity %
+    /// groupCapacity]`, at `p % chunkCapacity`. Every group and block is full but the last.
+    private(set) var blocks: [[RowBlock]] = []
     private(set) var liveCount = 0
-    private var storedCount = 0
+    /// The number of rows in `blocks`, tombstones included.
+    private(set) var storedCount = 0
     /// The next primary key to hand out.
     var nextPrimaryKey: Int64 = 1
     /// The indexes of the entity's indexed columns, following every change of the live rows.
     private(set) var indexes: [ColumnIndex] = []
 
+    /// An empty table of rows laid out by `layout`.
+    init(layout: RowLayout) {
+        self.layout = layout
+    }
+
     /// The rows as they are now, unaffected by later commits.
     var snapshot: TableSnapshot {
-        TableSnapshot(chunks: chunks, liveCount: liveCount, indexes: indexes, storedCount: storedCount)
+        TableSnapshot(layout: layout, blocks: blocks, liveCount: liveCount, indexes: indexes, storedCount: storedCount)
     }
 
     /// Starts indexing `columns` (of the rows already in the table too).
     mutating func index(columns: [Int]) {
         indexes = columns.map(ColumnIndex.init(column:))
         guard !indexes.isEmpty else { return }
-        for group in chunks {
-            for chunk in group {
-                for row in chunk where !row.isDeleted {
-                    addToIndexes(row)
+        for group in blocks {
+            for block in group {
+                for index in 0..<block.count where block.isLive(index) {
+                    addToIndexes(block, index)
                 }
             }
         }
     }
 
-    private mutating func addToIndexes(_ row: CommittedRow) {
+    private mutating func addToIndexes(_ block: RowBlock, _ index: Int) {
+        let row = block.row(index)
         for position in indexes.indices {
-            indexes[position].insert(row.values[indexes[position].column], row.primaryKey)
+            indexes[position].insert(layout.value(row, slot: indexes[position].column), block.keys[index])
         }
     }
 
-    private mutating func removeFromIndexes(_ row: CommittedRow) {
+    private mutating func removeFromIndexes(_ block: RowBlock, _ index: Int) {
+        let row = block.row(index)
         for position in indexes.indices {
-            indexes[position].remove(row.values[indexes[position].column], row.primaryKey)
+            indexes[position].remove(layout.value(row, slot: indexes[position].column), block.keys[index])
         }
     }
 
     /// The live row with `primaryKey`, if any.
     func row(for primaryKey: Int64) -> CommittedRow? {
         guard let position = position(of: primaryKey) else { return nil }
-        let row = self[position]
-        return row.isDeleted ? nil : row
+        let (block, index) = locate(position)
+        return block.isLive(index) ? block.committedRow(at: index) : nil
+    }
+
+    /// Where row `position` (live or a tombstone, counted from the first) is.
+    func reference(atPosition position: Int) -> RowReference {
+        let (block, index) = locate(position)
+        return RowReference(block: block, index: index)
+    }
+
+    /// Where the live row with `primaryKey` is, if there is one.
+    func reference(for primaryKey: Int64) -> RowReference? {
+        guard let position = position(of: primaryKey) else { return nil }
+        let (block, index) = locate(position)
+        return block.isLive(index) ? RowReference(block: block, index: index) : nil
     }
 
     /// Appends a row whose key is greater than every key in the table.
-    mutating func append(_ row: CommittedRow) {
-        precondition(storedCount == 0 || self[storedCount - 1].primaryKey < row.primaryKey)
+    ///
+    /// - Returns: Where the row now lives.
+    @discardableResult
+    mutating func append(_ row: CommittedRow) -> RowReference {
+        precondition(storedCount == 0 || lastKey < row.primaryKey)
+        let (group, slot) = blockForAppending()
+        let block = blocks[group][slot]
+        guard block.append(primaryKey: row.primaryKey, version: row.version, values: row.values) else {
+            preconditionFailure("QueueData: row \(row.primaryKey) has values that do not fit its columns")
+        }
+        return appended(block)
+    }
+
+    /// Appends a copy of a row of another table's block (of the same layout), whose key is
+    /// greater than every key in the table.
+    private mutating func append(copyOf index: Int, in source: RowBlock) {
+        let (group, slot) = blockForAppending()
+        blocks[group][slot].append(copyOf: index, in: source)
+        _ = appended(blocks[group][slot])
+    }
+
+    /// The block the next row goes into, written by this table alone.
+    private mutating func blockForAppending() -> (group: Int, slot: Int) {
         if storedCount % Self.rowsPerGroup == 0 {
-            chunks.append([])
+            blocks.append([])
         }
-        let group = chunks.count - 1
+        let group = blocks.count - 1
         if storedCount % Self.chunkCapacity == 0 {
-            chunks[group].append([])
-            chunks[group][chunks[group].count - 1].reserveCapacity(Self.chunkCapacity)
+            blocks[group].append(RowBlock(layout: layout, capacity: Self.chunkCapacity))
         }
-        chunks[group][chunks[group].count - 1].append(row)
+        let slot = blocks[group].count - 1
+        if !isKnownUniquelyReferenced(&blocks[group][slot]) {
+            blocks[group][slot] = blocks[group][slot].copy()
+        }
+        return (group, slot)
+    }
+
+    /// Counts the row just appended to `block`, and indexes it.
+    private mutating func appended(_ block: RowBlock) -> RowReference {
+        let index = block.count - 1
         storedCount += 1
-        liveCount += 1
-        if !indexes.isEmpty && !row.isDeleted {
-            addToIndexes(row)
+        if block.isLive(index) {
+            liveCount += 1
+            if !indexes.isEmpty {
+                addToIndexes(block, index)
+            }
         }
-        nextPrimaryKey = Swift.max(nextPrimaryKey, row.primaryKey + 1)
+        nextPrimaryKey = Swift.max(nextPrimaryKey, block.keys[index] + 1)
+        return RowReference(block: block, index: index)
     }
 
     /// Replaces the live row with `row.primaryKey`.
-    mutating func replace(with row: CommittedRow) {
-        guard let position = position(of: row.primaryKey), !self[position].isDeleted else {
+    ///
+    /// - Returns: Where the row now lives.
+    @discardableResult
+    mutating func replace(with row: CommittedRow) -> RowReference {
+        guard let position = position(of: row.primaryKey), locate(position).block.isLive(locate(position).index) else {
             preconditionFailure("QueueData: no committed row \(row.primaryKey) to replace")
         }
+        let (block, index) = writableBlock(at: position)
         if !indexes.isEmpty {
-            removeFromIndexes(self[position])
-            addToIndexes(row)
+            removeFromIndexes(block, index)
         }
-        self[position] = row
+        guard block.replace(at: index, version: row.version, values: row.values) else {
+            preconditionFailure("QueueData: row \(row.primaryKey) has values that do not fit its columns")
+        }
+        if !indexes.isEmpty {
+            addToIndexes(block, index)
+        }
+        return RowReference(block: block, index: index)
     }
 
     /// Brings back a row that was deleted (a merge policy writing an object another save had
@@ -110,26 +185,32 @@ struct EntityTable: Sendable {
     /// - Returns: The restored row.
     mutating func restore(primaryKey: Int64, values: [StoredValue], versionAtLeast: Int64) -> CommittedRow {
         if let position = position(of: primaryKey) {
-            precondition(self[position].isDeleted, "QueueData: row \(primaryKey) is not deleted")
-            let row = CommittedRow(
-                primaryKey: primaryKey, version: Swift.max(-self[position].version, versionAtLeast) + 1, values: values)
-            self[position] = row
+            let (block, index) = writableBlock(at: position)
+            precondition(!block.isLive(index), "QueueData: row \(primaryKey) is not deleted")
+            let version = Swift.max(-block.versions[index], versionAtLeast) + 1
+            guard block.replace(at: index, version: version, values: values) else {
+                preconditionFailure("QueueData: row \(primaryKey) has values that do not fit its columns")
+            }
             liveCount += 1
             if !indexes.isEmpty {
-                addToIndexes(row)
+                addToIndexes(block, index)
             }
-            return row
+            return CommittedRow(
+                primaryKey: primaryKey, version: version, values: values,
+                reference: RowReference(block: block, index: index))
         }
-        let row = CommittedRow(primaryKey: primaryKey, version: versionAtLeast + 1, values: values)
-        if storedCount == 0 || self[storedCount - 1].primaryKey < primaryKey {
-            append(row)
+        var row = CommittedRow(primaryKey: primaryKey, version: versionAtLeast + 1, values: values)
+        if storedCount == 0 || lastKey < primaryKey {
+            row.reference = append(row)
         } else {
             // Its tombstone was compacted away: rebuild with the row in its place (rare).
-            var rows = chunks.joined().joined().filter { !$0.isDeleted }
+            var rows: [CommittedRow] = []
+            snapshot.forEachLiveRow { rows.append($0.committedRow) }
             rows.append(row)
             let columns = indexes.map(\.column)
-            self = EntityTable(rows: rows, nextPrimaryKey: nextPrimaryKey)
+            self = EntityTable(layout: layout, rows: rows, nextPrimaryKey: nextPrimaryKey)
             index(columns: columns)
+            row.reference = snapshot.reference(for: primaryKey)
         }
         return row
     }
@@ -137,18 +218,22 @@ struct EntityTable: Sendable {
     /// Deletes the live row with `primaryKey`; returns whether there was one.
     @discardableResult
     mutating func remove(_ primaryKey: Int64) -> Bool {
-        guard let position = position(of: primaryKey), !self[position].isDeleted else { return false }
-        if !indexes.isEmpty {
-            removeFromIndexes(self[position])
+        guard let position = position(of: primaryKey), locate(position).block.isLive(locate(position).index) else {
+            return false
         }
-        self[position] = CommittedRow(primaryKey: primaryKey, version: -self[position].version, values: [])
+        let (block, index) = writableBlock(at: position)
+        if !indexes.isEmpty {
+            removeFromIndexes(block, index)
+        }
+        block.delete(at: index)
         liveCount -= 1
         compactIfNeeded()
         return true
     }
 
     /// Builds a table from rows in any order.
-    init<Rows: Sequence>(rows: Rows, nextPrimaryKey: Int64) where Rows.Element == CommittedRow {
+    init<Rows: Sequence>(layout: RowLayout, rows: Rows, nextPrimaryKey: Int64) where Rows.Element == CommittedRow {
+        self.layout = layout
         // Stores return their rows in key order, as a rule: sorted only when they are not.
         let rows = Array(rows)
         var ordered = true
@@ -162,34 +247,84 @@ struct EntityTable: Sendable {
         self.nextPrimaryKey = Swift.max(self.nextPrimaryKey, nextPrimaryKey)
     }
 
-    init() {}
+    /// The block and index of row `position`.
+    @inline(__always)
+    private func locate(_ position: Int) -> (block: RowBlock, index: Int) {
+        (
+            blocks[position / Self.rowsPerGroup][position / Self.chunkCapacity % Self.groupCapacity],
+            position % Self.chunkCapacity
+        )
+    }
 
-    private subscript(position: Int) -> CommittedRow {
-        get {
-            chunks[position / Self.rowsPerGroup][position / Self.chunkCapacity % Self.groupCapacity][
-                position % Self.chunkCapacity]
+    /// The block and index of row `position`, the block copied first unless this table holds
+    /// the only reference to it.
+    private mutating func writableBlock(at position: Int) -> (block: RowBlock, index: Int) {
+        let group = position / Self.rowsPerGroup
+        let slot = position / Self.chunkCapacity % Self.groupCapacity
+        if !isKnownUniquelyReferenced(&blocks[group][slot]) {
+            blocks[group][slot] = blocks[group][slot].copy()
         }
-        set {
-            chunks[position / Self.rowsPerGroup][position / Self.chunkCapacity % Self.groupCapacity][
-                position % Self.chunkCapacity] = newValue
-        }
+        return (blocks[group][slot], position % Self.chunkCapacity)
+    }
+
+    /// The key of the last row (live or a tombstone); the table must not be empty.
+    private var lastKey: Int64 {
+        let (block, index) = locate(storedCount - 1)
+        return block.keys[index]
     }
 
     private func position(of primaryKey: Int64) -> Int? {
-        var low = 0
-        var high = storedCount
-        while low < high {
-            let middle = (low + high) / 2
-            let key = self[middle].primaryKey
-            if key == primaryKey {
-                return middle
-            } else if key < primaryKey {
-                low = middle + 1
-            } else {
-                high = middle
+        Self.position(of: primaryKey, in: blocks)
+    }
+
+    /// The position of the row with `primaryKey` in `blocks` (laid out as a table's), if it is
+    /// there: binary searches of the groups, then of the group's blocks, by their first keys,
+    /// then of the block's keys (every block is full but the last, and keys ascend).
+    static func position(of primaryKey: Int64, in blocks: [[RowBlock]]) -> Int? {
+        blocks.withUnsafeBufferPointer { groups -> Int? in
+            // The last group whose first key is at most `primaryKey`.
+            var low = 0
+            var high = groups.count
+            while low < high {
+                let middle = (low + high) / 2
+                if groups[middle][0].keys[0] <= primaryKey {
+                    low = middle + 1
+                } else {
+                    high = middle
+                }
+            }
+            guard low > 0 else { return nil }
+            let group = low - 1
+            return groups[group].withUnsafeBufferPointer { members -> Int? in
+                var low = 0
+                var high = members.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if members[middle].keys[0] <= primaryKey {
+                        low = middle + 1
+                    } else {
+                        high = middle
+                    }
+                }
+                guard low > 0 else { return nil }
+                let block = members[low - 1]
+                let keys = block.keys
+                var first = 0
+                var last = block.count
+                while first < last {
+                    let middle = (first + last) / 2
+                    let key = keys[middle]
+                    if key == primaryKey {
+                        return group * rowsPerGroup + (low - 1) * chunkCapacity + middle
+                    } else if key < primaryKey {
+                        first = middle + 1
+                    } else {
+                        last = middle
+                    }
+                }
+                return nil
             }
         }
-        return nil
     }
 
     /// Drops tombstones once they outnumber live rows (and are at least 1,024), so that
@@ -197,12 +332,17 @@ struct EntityTable: Sendable {
     private mutating func compactIfNeeded() {
         let tombstones = storedCount - liveCount
         guard tombstones >= 1024, tombstones > liveCount else { return }
-        let live = chunks.joined().joined().filter { !$0.isDeleted }
+        let old = blocks
         let next = nextPrimaryKey
         let indexes = self.indexes
-        self = EntityTable()
-        for row in live {
-            append(row)
+        self = EntityTable(layout: layout)
+        self.indexes = []
+        for group in old {
+            for block in group {
+                for index in 0..<block.count where block.isLive(index) {
+                    append(copyOf: index, in: block)
+                }
+            }
         }
         nextPrimaryKey = next
         // The live rows are the same: so are their indexes.
@@ -212,48 +352,45 @@ struct EntityTable: Sendable {
 
 /// An immutable view of an entity's committed rows at one moment.
 struct TableSnapshot: Sendable {
-    /// Groups of chunks of rows, as ``EntityTable`` lays them out.
-    let chunks: [[[CommittedRow]]]
+    /// How the rows are laid out.
+    let layout: RowLayout?
+    /// Groups of blocks of rows, as ``EntityTable`` lays them out.
+    let blocks: [[RowBlock]]
     let liveCount: Int
     /// The indexes of the entity's indexed columns, for these rows.
     var indexes: [ColumnIndex] = []
-    /// The number of rows in `chunks`, tombstones included.
+    /// The number of rows in `blocks`, tombstones included.
     var storedCount = 0
 
-    static let empty = TableSnapshot(chunks: [], liveCount: 0)
+    static let empty = TableSnapshot(layout: nil, blocks: [], liveCount: 0)
 
     /// The index of `column`, if it is indexed.
     func index(of column: Int) -> ColumnIndex? {
         indexes.first { $0.column == column }
     }
 
-    /// The live row with `primaryKey`, if any: a binary search (chunks are full but the last,
-    /// and keys ascend).
+    /// The live row with `primaryKey`, if any.
     func row(for primaryKey: Int64) -> CommittedRow? {
-        var low = 0
-        var high = storedCount
-        while low < high {
-            let middle = (low + high) / 2
-            let row = chunks[middle / EntityTable.rowsPerGroup][
-                middle / EntityTable.chunkCapacity % EntityTable.groupCapacity][middle % EntityTable.chunkCapacity]
-            if row.primaryKey == primaryKey {
-                return row.isDeleted ? nil : row
-            } else if row.primaryKey < primaryKey {
-                low = middle + 1
-            } else {
-                high = middle
-            }
-        }
-        return nil
+        reference(for: primaryKey)?.committedRow
+    }
+
+    /// Where the live row with `primaryKey` is, if there is one: a binary search (blocks are
+    /// full but the last, and keys ascend).
+    func reference(for primaryKey: Int64) -> RowReference? {
+        guard let position = EntityTable.position(of: primaryKey, in: blocks) else { return nil }
+        let block = blocks[position / EntityTable.rowsPerGroup][
+            position / EntityTable.chunkCapacity % EntityTable.groupCapacity]
+        let index = position % EntityTable.chunkCapacity
+        return block.isLive(index) ? RowReference(block: block, index: index) : nil
     }
 
     /// Calls `body` with every live row, in primary-key order.
     @inline(__always)
-    func forEachLiveRow(_ body: (CommittedRow) throws -> Void) rethrows {
-        for group in chunks {
-            for chunk in group {
-                for row in chunk where !row.isDeleted {
-                    try body(row)
+    func forEachLiveRow(_ body: (RowReference) throws -> Void) rethrows {
+        for group in blocks {
+            for block in group {
+                for index in 0..<block.count where block.isLive(index) {
+                    try body(RowReference(block: block, index: index))
                 }
             }
         }

@@ -12,7 +12,7 @@ extension StoreCoordinator {
                 indexes[position].columns.keys.reduce(0) { $0 + tables[$1].liveCount })
             for entityIndex in indexes[position].columns.keys.sorted() {
                 try tables[entityIndex].snapshot.forEachLiveRow { row in
-                    guard let values = indexes[position].values(of: row.values, entityIndex: entityIndex) else {
+                    guard let values = indexes[position].values(of: row, entityIndex: entityIndex) else {
                         return
                     }
                     let key = RowKey(entityIndex: entityIndex, primaryKey: row.primaryKey)

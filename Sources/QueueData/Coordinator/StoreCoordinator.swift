@@ -187,7 +187,7 @@ final class StoreCoordinator: @unchecked Sendable {
                 guard rows.isEmpty else {
                     throw StoreError(.corrupted, "The store has rows of '\(entity.name)' but no schema for it.")
                 }
-                var table = EntityTable(rows: [], nextPrimaryKey: nextKey)
+                var table = EntityTable(layout: entity.rowLayout, rows: [], nextPrimaryKey: nextKey)
                 table.index(columns: entity.indexedColumns)
                 tables.append(table)
                 continue
@@ -211,12 +211,13 @@ final class StoreCoordinator: @unchecked Sendable {
                     return index
                 }
             let isIdentity = mapping == Array(mapping.indices) && stored.columnCount == mapping.count
-            // Keys arrive in increasing order as a rule, which rules duplicates out; from the first
-            // key that does not, every key is checked against a set of those seen.
+            // Keys arrive in increasing order as a rule, which rules duplicates out, and the rows go
+            // straight into the table's blocks; from the first key that does not, every key is
+            // checked against a set of those seen, and the rest are sorted in at the end.
             var previousKey: Int64 = 0
             var seen: Set<Int64>?
-            var committed: [CommittedRow] = []
-            committed.reserveCapacity(rows.count)
+            var table = EntityTable(layout: entity.rowLayout)
+            var outOfOrder: [CommittedRow] = []
             /// A refusal of `row`, with its place in the file when the store knows it.
             func refusal(_ row: StoredRow, _ message: String) -> StoreError {
                 var error = StoreError(.corrupted, message)
@@ -229,7 +230,9 @@ final class StoreCoordinator: @unchecked Sendable {
                     previousKey = row.primaryKey
                 } else {
                     if seen == nil {
-                        seen = Set(committed.map(\.primaryKey))
+                        var keys = Set<Int64>(minimumCapacity: table.liveCount + 1)
+                        table.snapshot.forEachLiveRow { keys.insert($0.primaryKey) }
+                        seen = keys
                     }
                     isNew = seen!.insert(row.primaryKey).inserted
                 }
@@ -273,9 +276,19 @@ final class StoreCoordinator: @unchecked Sendable {
                         "Row \(row.primaryKey) of '\(entity.name)' holds \(value) in the relationship "
                             + "'\(relationship.name)', which is not a valid reference.")
                 }
-                committed.append(CommittedRow(primaryKey: row.primaryKey, version: 1, values: values))
+                if seen == nil {
+                    table.append(CommittedRow(primaryKey: row.primaryKey, version: 1, values: values))
+                } else {
+                    outOfOrder.append(CommittedRow(primaryKey: row.primaryKey, version: 1, values: values))
+                }
             }
-            var table = EntityTable(rows: committed, nextPrimaryKey: nextKey)
+            if outOfOrder.isEmpty {
+                table.nextPrimaryKey = Swift.max(table.nextPrimaryKey, nextKey)
+            } else {
+                var rows: [CommittedRow] = []
+                table.snapshot.forEachLiveRow { rows.append($0.committedRow) }
+                table = EntityTable(layout: entity.rowLayout, rows: rows + outOfOrder, nextPrimaryKey: nextKey)
+            }
             table.index(columns: entity.indexedColumns)
             tables.append(table)
         }
@@ -315,7 +328,7 @@ final class StoreCoordinator: @unchecked Sendable {
             try tables[entityIndex].snapshot.forEachLiveRow { row in
                 for (offset, link) in links.enumerated() {
                     let column = entity.attributes.count + offset
-                    for key in RelationshipKeys.decode(row.values[column]) {
+                    for key in RelationshipKeys.decode(row.block.layout.value(row.fields, slot: column)) {
                         let destination = model.entities[link.destinationIndex]
                         guard let target = tables[link.destinationIndex].row(for: key) else {
                             throw ReferenceFailure(

@@ -33,21 +33,34 @@ struct UniquenessIndex: Sendable {
     /// one of them is `nil` (the row is not constrained) or the constraint does not bind the
     /// entity.
     func values(of values: [StoredValue], entityIndex: Int) -> Values? {
+        values.withUnsafeBufferPointer { buffer in self.values(entityIndex: entityIndex) { buffer[$0] } }
+    }
+
+    /// ``values(of:entityIndex:)`` of a committed row where it lives.
+    func values(of row: RowReference, entityIndex: Int) -> Values? {
+        let layout = row.block.layout
+        let fields = row.fields
+        return values(entityIndex: entityIndex) { layout.value(fields, slot: $0) }
+    }
+
+    /// The constraint's values of a row whose values `value` reads by column.
+    private func values(entityIndex: Int, _ value: (Int) -> StoredValue) -> Values? {
         guard let columns = columns[entityIndex] else { return nil }
         if columns.count == 1 {
-            let value = values[columns[0]]
-            if case .null = value {
+            let single = value(columns[0])
+            if case .null = single {
                 return nil
             }
-            return .one(value)
+            return .one(single)
         }
         var result: [StoredValue] = []
         result.reserveCapacity(columns.count)
         for column in columns {
-            if case .null = values[column] {
+            let columnValue = value(column)
+            if case .null = columnValue {
                 return nil
             }
-            result.append(values[column])
+            result.append(columnValue)
         }
         return .several(result)
     }

@@ -53,8 +53,18 @@ public struct ExportRecordBuilder: Sendable {
         values.withUnsafeBufferPointer { record(primaryKey: primaryKey, values: $0) }
     }
 
+    /// The record of a row whose fields are at `row`, laid out by `layout` (the entity's).
+    func record(primaryKey: Int64, row: UnsafeRawPointer, layout: RowLayout) -> ExportRecord {
+        record(primaryKey: primaryKey, count: layout.columnCount) { layout.value(row, slot: $0) }
+    }
+
     /// The record of a row whose values are in `values`, in the entity's column order.
     func record(primaryKey: Int64, values: UnsafeBufferPointer<StoredValue>) -> ExportRecord {
+        record(primaryKey: primaryKey, count: values.count) { values[$0] }
+    }
+
+    /// The record of a row of `count` columns whose values `value` reads by column.
+    private func record(primaryKey: Int64, count: Int, _ value: (Int) -> StoredValue) -> ExportRecord {
         let id = ObjectID(key: key, rawValue: primaryKey)
         var exported: [ExportValue] = []
         exported.reserveCapacity(sources.count)
@@ -63,9 +73,9 @@ public struct ExportRecordBuilder: Sendable {
             case .objectID:
                 exported.append(.object(id))
             case .attribute(let index):
-                exported.append(.value(index < values.count ? values[index] : .null))
+                exported.append(.value(index < count ? value(index) : .null))
             case .relationship(let column, let destination, let isToMany):
-                let keys = column < values.count ? RelationshipKeys.decode(values[column]) : []
+                let keys = column < count ? RelationshipKeys.decode(value(column)) : []
                 let ids = keys.map { ObjectID(key: destination, rawValue: $0) }
                 exported.append(isToMany ? .objects(ids) : .object(ids.first))
             case .missing:

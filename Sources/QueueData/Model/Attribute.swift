@@ -27,6 +27,9 @@ public struct Attribute<Value: Codable> {
     /// while the object is constructed.
     @usableFromInline
     let slot: UInt16
+    /// The byte offset of the attribute's field in its object's row (see ``RowLayout``).
+    @usableFromInline
+    let offset: UInt16
 
     /// Declares an attribute whose default is `defaultValue`.
     ///
@@ -39,12 +42,16 @@ public struct Attribute<Value: Codable> {
     @inlinable
     public init(wrappedValue defaultValue: Value, originalName: String? = nil) {
         // Inlined into the subclass's initializer: an object under construction takes its slot
-        // with one call; only a model discovering the class records the declaration.
-        let slot = _attributeSlotUnlessRecording(isTransient: false)
-        self.slot =
-            slot >= 0
-            ? UInt16(truncatingIfNeeded: slot)
-            : Self._declare(defaultValue, options: [], originalName: originalName, transform: nil, validate: nil)
+        // and its field's offset with one call; only a model discovering the class records the
+        // declaration.
+        let field = _attributeFieldUnlessRecording(isTransient: false)
+        if field >= 0 {
+            slot = UInt16(truncatingIfNeeded: field)
+            offset = UInt16(truncatingIfNeeded: field >> 16)
+        } else {
+            slot = Self._declare(defaultValue, options: [], originalName: originalName, transform: nil, validate: nil)
+            offset = 0
+        }
     }
 
     /// Declares an attribute with options, such as ``AttributeOptions/unique``.
@@ -59,15 +66,20 @@ public struct Attribute<Value: Codable> {
     ///   - originalName: The attribute's name in stores written before it was renamed.
     @inlinable
     public init(wrappedValue defaultValue: Value, _ options: AttributeOptions, originalName: String? = nil) {
-        let slot = _attributeSlotUnlessRecording(isTransient: options.contains(.transient))
-        self.slot =
-            slot >= 0
-            ? UInt16(truncatingIfNeeded: slot)
-            : Self._declare(defaultValue, options: options, originalName: originalName, transform: nil, validate: nil)
+        let field = _attributeFieldUnlessRecording(isTransient: options.contains(.transient))
+        if field >= 0 {
+            slot = UInt16(truncatingIfNeeded: field)
+            offset = UInt16(truncatingIfNeeded: field >> 16)
+        } else {
+            slot = Self._declare(
+                defaultValue, options: options, originalName: originalName, transform: nil, validate: nil)
+            offset = 0
+        }
     }
 
     /// Takes the attribute's slot and, while a model discovers the class, records the
-    /// declaration.
+    /// declaration. (The declarations that call it directly, those with a transform or a
+    /// validation closure, take their field's offset with ``_fieldOffset(of:)``.)
     @usableFromInline
     static func _declare(
         _ defaultValue: Value,
@@ -124,15 +136,54 @@ public struct Attribute<Value: Codable> {
         // Always inlined, so that the storage key path folds into a direct field access
         // everywhere, key-path thunks included: a key path to the storage that escapes makes
         // the optimizer keep a dynamic exclusivity check on every access (≈ 8 ns).
+        // Values of QueueData's own attribute types (`_StoredInRow`) are typed fields of the
+        // row: a get is one load of the field at the attribute's offset. Other types go through
+        // their stored form.
         @inline(__always) get {
-            let slot = Int(object[keyPath: storageKeyPath].slot)
+            let attribute = object[keyPath: storageKeyPath]
             object._confinement.check(object._subjectDescription)
-            return _decode(object._values[slot], object: object, slot: slot)
+            if Value.self is any _StoredInRow.Type {
+                return _load(object._row + Int(attribute.offset))
+            }
+            let slot = Int(attribute.slot)
+            return _decode(object._value(at: slot), object: object, slot: slot)
         }
         @inline(__always) set {
-            let slot = Int(object[keyPath: storageKeyPath].slot)
+            let attribute = object[keyPath: storageKeyPath]
             object._confinement.check(object._subjectDescription)
+            if Value.self is any _StoredInRow.Type {
+                _store(newValue, in: object, slot: Int(attribute.slot), offset: Int(attribute.offset))
+                return
+            }
+            let slot = Int(attribute.slot)
             object._setValue(_encode(newValue, object: object, slot: slot), at: slot)
+        }
+    }
+
+    /// The value of the field at `field`, of an `_StoredInRow` type: laid out as `Value`.
+    @inlinable @inline(__always)
+    static func _load(_ field: UnsafeRawPointer) -> Value {
+        field.load(as: Value.self)
+    }
+
+    /// Sets the field at `offset` of `object`'s row to `value`, of an `_StoredInRow` type:
+    /// nothing if it holds the same value; inline when the object needs no bookkeeping and the
+    /// field holds no references; otherwise through `_prepareToWrite`, which registers the
+    /// change and gives the object a row of its own.
+    @inlinable @inline(__always)
+    static func _store(_ value: Value, in object: ManagedObject, slot: Int, offset: Int) {
+        if _isSameStored(object._row.load(fromByteOffset: offset, as: Value.self), value) {
+            return
+        }
+        if _isPOD(Value.self) && object._canChangeWithoutRegistering {
+            // The common case, inline: no bookkeeping, nothing to release. (Any call here
+            // would make the optimizer retain and release the object around every set.) The
+            // object owns its row: `_canChangeWithoutRegistering` says so.
+            UnsafeMutableRawPointer(mutating: object._row).storeBytes(of: value, toByteOffset: offset, as: Value.self)
+        } else if _isPOD(Value.self) {
+            object._prepareToWrite(slot: slot).storeBytes(of: value, toByteOffset: offset, as: Value.self)
+        } else {
+            (object._prepareToWrite(slot: slot) + offset).assumingMemoryBound(to: Value.self).pointee = value
         }
     }
 
@@ -215,6 +266,7 @@ extension Attribute where Value: SendableMetatype {
         slot = Self._declare(
             defaultValue, options: [], originalName: originalName,
             transform: { @Sendable old in try Self._encodeChecked(transform(old)) }, validate: nil)
+        offset = Self._fieldOffset(of: slot)
     }
 
     /// Declares an attribute with a validation closure: `save()` calls it with the value of
@@ -242,6 +294,7 @@ extension Attribute where Value: SendableMetatype {
         slot = Self._declare(
             defaultValue, options: options, originalName: originalName, transform: nil,
             validate: { @Sendable stored in try validate(try Self._decodeDetached(stored)) })
+        offset = Self._fieldOffset(of: slot)
     }
 
     /// Declares an attribute with a migration transform and a validation closure.
@@ -263,6 +316,7 @@ extension Attribute where Value: SendableMetatype {
             defaultValue, options: options, originalName: originalName,
             transform: { @Sendable old in try Self._encodeChecked(transform(old)) },
             validate: { @Sendable stored in try validate(try Self._decodeDetached(stored)) })
+        offset = Self._fieldOffset(of: slot)
     }
 }
 
@@ -314,12 +368,20 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
 }
 
 /// The next slot of the object under construction on this thread (a transient slot, or a
-/// persistent one), taken; or -1, taking nothing, while a model records this thread's
-/// declarations (the attribute then declares itself through `Attribute._declare`).
+/// persistent one), taken, with its field's byte offset in the object's row: `slot | offset <<
+/// 16`; or -1, taking nothing, while a model records this thread's declarations (the attribute
+/// then declares itself through `Attribute._declare`).
 @usableFromInline
-func _attributeSlotUnlessRecording(isTransient: Bool) -> Int {
-    guard qd_attribute_recorder_get() == nil else { return -1 }
-    return isTransient ? qd_transient_slot_take() : qd_attribute_slot_take()
+func _attributeFieldUnlessRecording(isTransient: Bool) -> Int {
+    qd_attribute_field_take(isTransient)
+}
+
+extension Attribute {
+    /// The byte offset of `slot`'s field in the row of the object under construction.
+    @usableFromInline
+    static func _fieldOffset(of slot: UInt16) -> UInt16 {
+        UInt16(truncatingIfNeeded: qd_field_offset(Int(slot)))
+    }
 }
 
 extension Attribute where Value: ExpressibleByNilLiteral {

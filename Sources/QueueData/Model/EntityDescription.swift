@@ -60,6 +60,8 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     /// `ObjectIdentifier`s of `managedObjectClass` and each of its superclasses up to (not
     /// including) `ManagedObject`: a fetch for a class includes the entities of its subclasses.
     let classLineage: [ObjectIdentifier]
+    /// How the entity's rows and objects lay their values out in memory.
+    let rowLayout: RowLayout
 
     /// Describes an entity without a `ManagedObject` subclass.
     ///
@@ -292,6 +294,11 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
         self.defaultRow = attributes.map(\.defaultValue) + relationships.map(\.emptyValue)
         self.attributeIndexes = indexes
         self.classLineage = classLineage
+        self.rowLayout = RowLayout(
+            columnKinds: attributes.map { FieldKind($0.type, isOptional: $0.isOptional) }
+                + relationships.map { _ in .storedValue },
+            transientKinds: transientAttributes.map { FieldKind($0.type, isOptional: $0.isOptional) },
+            defaults: defaultRow + transientDefaults)
     }
 
     /// This entity with the given renaming identifiers (by column: attributes, then

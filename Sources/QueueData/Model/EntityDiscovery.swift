@@ -40,17 +40,8 @@ enum EntityDiscovery {
         }
         let recorder = AttributeRecorder()
         let prototype: ManagedObject = recorder.recording {
-            let saved = qd_attribute_slot_get()
-            let savedRelationship = qd_relationship_slot_get()
-            let savedTransient = qd_transient_slot_get()
-            qd_attribute_slot_set(0)
-            qd_relationship_slot_set(0)
-            qd_transient_slot_set(0)
-            defer {
-                qd_attribute_slot_set(saved)
-                qd_relationship_slot_set(savedRelationship)
-                qd_transient_slot_set(savedTransient)
-            }
+            let saved = qd_construction_begin(nil, 0, 0)
+            defer { qd_construction_set(saved) }
             return type.init(prototypeConstruction)
         }
         var names: [String] = []
@@ -93,6 +84,20 @@ enum EntityDiscovery {
                     + "`@Attribute var name: Type = default` (found \(names.count) declarations, "
                     + "\(declarations.count) initial values), and do not make the class CustomReflectable.",
                 entityName: entityName)
+        }
+        for (name, declaration) in zip(names, declarations) {
+            // An attribute type read as a typed field must be laid out as that field: true of
+            // every `_StoredInRow` type of QueueData's; a type of another module conforming is
+            // refused here instead of reading memory as the wrong type.
+            let kind = FieldKind(declaration.attributeType, isOptional: declaration.isOptional)
+            if declaration.valueType is any _StoredInRow.Type, !isLaidOutAsField(declaration.valueType, kind) {
+                throw ModelError(
+                    .unsupportedDeclaration,
+                    "'\(entityName).\(name)' is of type \(declaration.valueType), which conforms to _StoredInRow but "
+                        + "is not how rows store its attribute type \(declaration.attributeType.rawValue) "
+                        + "(\(kind.fieldType)): only QueueData's own types may conform to _StoredInRow.",
+                    entityName: entityName, attributeName: name)
+            }
         }
         var attributes: [AttributeDescription] = []
         var transientAttributes: [AttributeDescription] = []
@@ -177,8 +182,12 @@ enum EntityDiscovery {
             queue: DispatchQueue(label: "QueueData.Prototype"), contextName: "discovery prototype")
         confinement.invalidate(.contextDeallocated)
         let key = EntityKey(entityName: "Prototype", storeIdentifier: UUID(), entityIndex: nil)
-        return ObjectConstruction(
-            entity: entity, confinement: confinement, objectID: ObjectID(key: key, rawValue: -1),
-            values: nil, snapshot: nil, snapshotVersion: 0, isPrototype: true)
+        let parameters = UnsafeMutablePointer<ObjectConstructionParameters>.allocate(capacity: 1)
+        parameters.initialize(
+            to: ObjectConstructionParameters(
+                entity: entity, confinement: confinement, objectID: ObjectID(key: key, rawValue: -1),
+                values: nil, committed: nil, snapshotVersion: 0, isPrototype: true))
+        // Never freed: it lives as long as the process, as the prototypes it builds.
+        return ObjectConstruction(parameters: parameters)
     }()
 }

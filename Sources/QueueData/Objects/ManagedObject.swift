@@ -34,9 +34,12 @@ open class ManagedObject: Hashable {
 
     /// The object's ID (temporary until the object's first save).
     @exclusivity(unchecked) final var _objectID: ObjectID
-    /// The committed values this context last saw (`nil` until an inserted object is saved);
-    /// see `_snapshot`.
-    @exclusivity(unchecked) final var _committedRow: [StoredValue]?
+    /// The block holding the committed row this context last saw (`nil` until an inserted
+    /// object is saved), at `_committedIndex`: a block of the coordinator's table, shared with
+    /// every other context's object for rows of it, or a block of its own for a row that lives
+    /// in no table. See `_snapshot`.
+    @exclusivity(unchecked) final var _committed: RowBlock?
+    @exclusivity(unchecked) final var _committedIndex: Int = 0
     /// The committed version of `_snapshot`.
     @exclusivity(unchecked) final var _snapshotVersion: Int64 = 0
 
@@ -50,15 +53,16 @@ open class ManagedObject: Hashable {
     /// Read inline by the attribute setters.
     @usableFromInline @exclusivity(unchecked)
     final var _stateBits: UInt16
-    /// The row: one slot per attribute, in the entity's order (then the transient attributes).
+    /// The row: one typed field per slot, laid out by the entity's ``RowLayout`` (the columns,
+    /// then the transient attributes). Attribute getters load their field from it directly.
     ///
-    /// An object made from a committed row shares it: `_values` points into the buffer of
-    /// `_committedRow` (the same array the coordinator's table and every other context's
-    /// object for that row hold), so fetching copies no values. The first write copies the row
-    /// into storage the object owns (`_writableValues`); every write goes through it, so a
-    /// shared row is never written.
+    /// An object made from a committed row shares it: `_row` points into the row's block
+    /// (`_committed`, held by the coordinator's table and every other context's object for
+    /// rows of it), so fetching copies no values. The first write copies the row into storage
+    /// the object owns (`_writableRow`); every write goes through it, so a shared row is never
+    /// written.
     @usableFromInline @exclusivity(unchecked)
-    final var _values: UnsafePointer<StoredValue>
+    final var _row: UnsafeRawPointer
 
     /// What the context knows about the object.
     final var _state: ObjectState {
@@ -66,56 +70,98 @@ open class ManagedObject: Hashable {
         set { _stateBits = newValue.rawValue | (_stateBits & ObjectState._ownsRow) }
     }
 
-    /// The committed values this context last saw (`nil` until an inserted object is saved).
-    /// Setting it first gives a sharing object a row of its own: the row it shares is the old
-    /// value's.
+    /// The fields of the committed row this context last saw, if any.
+    final var _committedFields: UnsafeRawPointer? {
+        guard let block = _committed else { return nil }
+        return UnsafeRawPointer(block.row(_committedIndex))
+    }
+
+    /// The committed values this context last saw (`nil` until an inserted object is saved),
+    /// read out of the committed row. Setting it gives the object a block of its own for the
+    /// values (and first a row of its own, if it shared the old committed row).
     final var _snapshot: [StoredValue]? {
-        get { _committedRow }
+        get {
+            guard let fields = _committedFields else { return nil }
+            return entity.rowLayout.values(fields, count: entity.columnCount)
+        }
         set {
             if _stateBits & ObjectState._ownsRow == 0 {
                 _copyRowIntoOwnStorage()
             }
-            _committedRow = newValue
+            guard let values = newValue else {
+                _committed = nil
+                _committedIndex = 0
+                return
+            }
+            _committed = Self._block(entity, CommittedRow(primaryKey: _objectID.rawValue, version: 1, values: values))
+            _committedIndex = 0
         }
+    }
+
+    /// A block of its own for `row`, a committed row that lives in no table.
+    private static func _block(_ entity: EntityDescription, _ row: CommittedRow) -> RowBlock {
+        guard let block = RowBlock(layout: entity.rowLayout, row: row) else {
+            preconditionFailure("QueueData: a row of \(entity.name) holds values that do not fit its attributes")
+        }
+        return block
     }
 
     /// The row, to write: copied first into storage the object owns if it shares a committed row.
     @usableFromInline
-    final var _writableValues: UnsafeMutablePointer<StoredValue> {
+    final var _writableRow: UnsafeMutableRawPointer {
         if _stateBits & ObjectState._ownsRow == 0 {
             _copyRowIntoOwnStorage()
         }
-        return UnsafeMutablePointer(mutating: _values)
+        return UnsafeMutableRawPointer(mutating: _row)
     }
 
     /// Stops sharing a committed row: copies it into storage the object owns.
     @usableFromInline
     final func _copyRowIntoOwnStorage() {
-        let count = entity.objectSlotCount
-        let storage = UnsafeMutablePointer<StoredValue>.allocate(capacity: Swift.max(count, 1))
-        storage.initializeStoredValues(from: _values, count: count)
-        _values = UnsafePointer(storage)
+        let layout = entity.rowLayout
+        let storage = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(layout.objectRowSize, 8), alignment: 8)
+        // A shared row has no transient fields (objects with transient attributes always own
+        // their rows): copy the columns.
+        layout.initializeRow(storage, copying: _row, byteCount: layout.rowSize)
+        _row = UnsafeRawPointer(storage)
         _stateBits |= ObjectState._ownsRow
     }
 
-    /// Takes `values` as its committed row and its current values, sharing the row when it can
-    /// (the object has no transient attributes): for an object with no unsaved changes, after a
-    /// save or a merge. Any storage it owned is freed.
-    final func _takeCommittedRow(_ values: [StoredValue]) {
-        let count = entity.columnCount
-        guard entity.objectSlotCount == count, count > 0, values.count == count else {
-            _load(values)
-            _snapshot = values
-            return
-        }
+    /// Frees the row the object owns, if it owns one.
+    private func _freeOwnRow() {
         if _stateBits & ObjectState._ownsRow != 0 {
-            let storage = UnsafeMutablePointer(mutating: _values)
-            storage.deinitialize(count: count)
+            let storage = UnsafeMutableRawPointer(mutating: _row)
+            entity.rowLayout.destroyObjectRow(storage)
             storage.deallocate()
             _stateBits &= ~ObjectState._ownsRow
         }
-        _committedRow = values
-        _values = values.withUnsafeBufferPointer { $0.baseAddress! }
+    }
+
+    /// Takes `row` as its committed row and its current values, sharing the row where it lives
+    /// when it can (the row was read from a table, and the object has no transient
+    /// attributes): for an object with no unsaved changes, after a save or a merge. Any
+    /// storage it owned is freed; transient attributes keep their values.
+    final func _takeCommittedRow(_ row: CommittedRow) {
+        if let reference = row.reference {
+            _takeCommittedRow(reference)
+        } else {
+            _takeCommittedRow(RowReference(block: Self._block(entity, row), index: 0))
+        }
+        _snapshotVersion = row.version
+    }
+
+    /// Takes the row at `reference` as its committed row and its current values (see
+    /// ``_takeCommittedRow(_:)-(CommittedRow)``); the version is left to the caller.
+    final func _takeCommittedRow(_ reference: RowReference) {
+        let fields = UnsafeRawPointer(reference.fields)
+        if entity.rowLayout.hasTransientSlots {
+            _load(fields)
+        } else {
+            _freeOwnRow()
+            _row = fields
+        }
+        _committed = reference.block
+        _committedIndex = reference.index
     }
 
     /// Creates an object. Only QueueData can make an ``ObjectConstruction``: insert objects
@@ -125,10 +171,11 @@ open class ManagedObject: Hashable {
     /// `required init(_ construction: ObjectConstruction) { super.init(construction) }` and
     /// must not assign attributes before calling it.
     public required init(_ construction: ObjectConstruction) {
-        let entity = construction.entity
+        // Read in place: copying the parameters would retain every reference they hold.
+        let parameters = construction.parameters
+        let entity = parameters.pointee.entity
         let count = entity.columnCount
-        let slotCount = entity.objectSlotCount
-        if !construction.isPrototype && entity.managedObjectClass != ManagedObject.self {
+        if !parameters.pointee.isPrototype && entity.managedObjectClass != ManagedObject.self {
             let declared = qd_attribute_slot_get()
             let declaredRelationships = qd_relationship_slot_get()
             let declaredTransients = qd_transient_slot_get() - count
@@ -144,50 +191,102 @@ open class ManagedObject: Hashable {
             }
         }
         self.entity = entity
-        self._confinement = construction.confinement
-        self._objectID = construction.objectID
-        self._committedRow = construction.snapshot
-        self._snapshotVersion = construction.snapshotVersion
-        let state: ObjectState = construction.isPrototype ? [.detached] : [.constructing]
-        if let snapshot = construction.snapshot, let values = construction.values, slotCount == count, count > 0,
-            snapshot.count == count,
-            values.withUnsafeBufferPointer({ $0.baseAddress }) == snapshot.withUnsafeBufferPointer({ $0.baseAddress })
-        {
-            // A committed row, with no transient attributes: shared, not copied.
-            self._stateBits = state.rawValue
-            self._values = snapshot.withUnsafeBufferPointer { $0.baseAddress! }
-            return
-        }
-        let storage = UnsafeMutablePointer<StoredValue>.allocate(capacity: Swift.max(slotCount, 1))
-        self._stateBits = state.rawValue | ObjectState._ownsRow
-        self._values = UnsafePointer(storage)
-        let source = construction.values ?? entity.defaultRow
-        precondition(source.count == count, "QueueData: a row of \(entity.name) must have \(count) values")
-        source.withUnsafeBufferPointer { buffer in
-            storage.initializeStoredValues(from: buffer.baseAddress!, count: count)
-        }
-        if slotCount > count {
-            entity.transientDefaults.withUnsafeBufferPointer { buffer in
-                (storage + count).initializeStoredValues(from: buffer.baseAddress!, count: buffer.count)
+        self._confinement = parameters.pointee.confinement
+        self._objectID = parameters.pointee.objectID
+        self._snapshotVersion = parameters.pointee.snapshotVersion
+        let state: ObjectState = parameters.pointee.isPrototype ? [.detached] : [.constructing]
+        let layout = entity.rowLayout
+        if let committed = parameters.pointee.committed {
+            self._committed = committed.block
+            self._committedIndex = committed.index
+            if parameters.pointee.values == nil && !layout.hasTransientSlots {
+                // A committed row, with no transient attributes: shared, not copied.
+                self._stateBits = state.rawValue
+                self._row = UnsafeRawPointer(committed.fields)
+                return
             }
+        }
+        let storage = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(layout.objectRowSize, 8), alignment: 8)
+        self._stateBits = state.rawValue | ObjectState._ownsRow
+        self._row = UnsafeRawPointer(storage)
+        layout.initializeRow(storage, copying: layout.defaults, byteCount: layout.objectRowSize)
+        if let values = parameters.pointee.values {
+            _load(values)
+        } else if let committed = parameters.pointee.committed {
+            _load(UnsafeRawPointer(committed.fields))
         }
     }
 
     deinit {
         if _stateBits & ObjectState._ownsRow != 0 {
-            let storage = UnsafeMutablePointer(mutating: _values)
-            storage.deinitialize(count: entity.objectSlotCount)
+            let storage = UnsafeMutableRawPointer(mutating: _row)
+            entity.rowLayout.destroyObjectRow(storage)
             storage.deallocate()
         }
+    }
+
+    // MARK: Values by slot
+
+    /// The value in `slot`, in its stored form.
+    @usableFromInline
+    final func _value(at slot: Int) -> StoredValue {
+        entity.rowLayout.value(_row, slot: slot)
+    }
+
+    /// The values of the columns (the committed row's slots), in their stored form.
+    final var _columnValues: [StoredValue] {
+        entity.rowLayout.values(_row, count: entity.columnCount)
+    }
+
+    /// The values of every slot (the columns, then the transient attributes).
+    final var _slotValues: [StoredValue] {
+        entity.rowLayout.values(_row, count: entity.objectSlotCount)
+    }
+
+    /// Whether `slot` holds the value the committed row holds (`false` for an object that was
+    /// never saved).
+    final func _isCommittedValue(at slot: Int) -> Bool {
+        guard let committed = _committedFields else { return false }
+        return entity.rowLayout.isSame(_row, committed, slot: slot)
+    }
+
+    /// Whether every column holds its committed value (`false` for an object never saved).
+    final var _hasCommittedValues: Bool {
+        guard let committed = _committedFields else { return false }
+        return entity.rowLayout.isSameRow(_row, committed, count: entity.columnCount)
+    }
+
+    /// Replaces the value in `slot` without any bookkeeping (no change is registered). Traps
+    /// if the value does not fit the slot.
+    final func _storeValue(_ value: StoredValue, at slot: Int) {
+        guard entity.rowLayout.setValue(value, in: _writableRow, slot: slot) else {
+            _trapMisfit(value, slot: slot)
+        }
+    }
+
+    /// Replaces the values of the first `values.count` slots with `values`, without any
+    /// bookkeeping.
+    final func _load(_ values: [StoredValue]) {
+        for (slot, value) in values.enumerated() {
+            _storeValue(value, at: slot)
+        }
+    }
+
+    /// Replaces the columns' values with those of the committed row at `fields`, without any
+    /// bookkeeping.
+    final func _load(_ fields: UnsafeRawPointer) {
+        let layout = entity.rowLayout
+        let row = _writableRow
+        layout.destroyRow(row)
+        layout.initializeRow(row, copying: fields, byteCount: layout.rowSize)
     }
 
     /// Puts every transient attribute back to its default, without registering a change.
     final func _resetTransientAttributes() {
         let count = entity.columnCount
         guard entity.objectSlotCount > count else { return }
-        let values = _writableValues
-        entity.transientDefaults.withUnsafeBufferPointer { buffer in
-            (values + count).updateStoredValues(from: buffer.baseAddress!, count: buffer.count)
+        for (offset, value) in entity.transientDefaults.enumerated() {
+            _storeValue(value, at: count + offset)
         }
     }
 
@@ -280,11 +379,11 @@ open class ManagedObject: Hashable {
     /// - Important: Call on the context's queue.
     public final func changedValues() -> [String: StoredValue] {
         _confinement.check(_subjectDescription)
-        let baseline = _snapshot ?? entity.defaultRow
+        let layout = entity.rowLayout
+        let baseline = _committedFields ?? UnsafeRawPointer(layout.defaults)
         var changes: [String: StoredValue] = [:]
-        for (index, attribute) in entity.attributes.enumerated()
-        where !StoredValue.isSame(_values[index], baseline[index]) {
-            changes[attribute.name] = _values[index]
+        for (index, attribute) in entity.attributes.enumerated() where !layout.isSame(_row, baseline, slot: index) {
+            changes[attribute.name] = _value(at: index)
         }
         return changes
     }
@@ -344,7 +443,7 @@ open class ManagedObject: Hashable {
     /// - Important: Call on the context's queue.
     public final func value(forKey key: String) -> StoredValue {
         _confinement.check(_subjectDescription)
-        return _values[_index(ofKey: key)]
+        return _value(at: _index(ofKey: key))
     }
 
     /// Sets the attribute named `key` from its stored form.
@@ -391,48 +490,59 @@ open class ManagedObject: Hashable {
         "a \(entity.name) object"
     }
 
-    @inlinable
+    /// Sets the value in `slot` from its stored form, registering the change (the path of
+    /// ``setValue(_:forKey:)``, of transformable and custom attribute types, and of
+    /// relationships). Setting the value the slot holds changes nothing.
+    @usableFromInline
     final func _setValue(_ value: StoredValue, at slot: Int) {
-        let pointer = _values + slot
-        if StoredValue._isSame(value, at: pointer) {
+        let layout = entity.rowLayout
+        if layout.isSame(_row, slot: slot, as: value) {
             return
         }
-        if _canChangeWithoutRegistering && pointer.pointee._hasTrivialPayload {
-            // The common case, inline: no bookkeeping, nothing to release. (Any call here
-            // would make the optimizer retain and release the object around every set.) The
-            // object owns its row: `_canChangeWithoutRegistering` says so.
-            UnsafeMutablePointer(mutating: pointer).initialize(to: value)
-        } else {
-            _setValueSlowly(value, at: slot)
+        guard layout.setValue(value, in: _prepareToWrite(slot: slot), slot: slot) else {
+            _trapMisfit(value, slot: slot)
         }
     }
 
-    /// Changes the value at `slot` in place with `change`, which returns whether it changed
-    /// it. When the object needs no bookkeeping the value is moved out of its slot first, so
-    /// that a to-many relationship's keys (held nowhere else once copied on a first change)
-    /// grow without being copied each time.
+    /// Changes the value at `slot` (a relationship's) in place with `change`, which returns
+    /// whether it changed it. When the object needs no bookkeeping the value is moved out of
+    /// its slot first, so that a to-many relationship's keys (held nowhere else once copied on
+    /// a first change) grow without being copied each time.
     final func _updateValue(at slot: Int, _ change: (inout StoredValue) -> Bool) {
-        if _canChangeWithoutRegistering {
-            let pointer = UnsafeMutablePointer(mutating: _values + slot)
+        let layout = entity.rowLayout
+        if _canChangeWithoutRegistering && layout.kinds[slot] == .storedValue {
+            let pointer = (UnsafeMutableRawPointer(mutating: _row) + layout.offsets[slot])
+                .assumingMemoryBound(to: StoredValue.self)
             var value = pointer.move()
             _ = change(&value)
             pointer.initialize(to: value)
         } else {
-            var value = _values[slot]
+            var value = _value(at: slot)
             if change(&value) {
                 _setValue(value, at: slot)
             }
         }
     }
 
-    /// Registers the change if needed and replaces a value that may hold a payload.
+    /// Registers a change of `slot` if the object's state needs it (a first change since the
+    /// context last processed its changes; a deleted or detached object traps), and returns
+    /// the row to write the new value into (the object's own: copied first if it shared a
+    /// committed row).
     @usableFromInline
-    final func _setValueSlowly(_ value: StoredValue, at slot: Int) {
+    final func _prepareToWrite(slot: Int) -> UnsafeMutableRawPointer {
         let bits = _stateBits
         if bits & ObjectState._freelyWritableMask == 0 || bits & ObjectState._blockedMask != 0 {
             _willChangeValue(at: slot)
         }
-        _writableValues[slot] = value
+        return _writableRow
+    }
+
+    /// Traps for a value that does not fit its slot's type.
+    final func _trapMisfit(_ value: StoredValue, slot: Int) -> Never {
+        let kind = entity.rowLayout.kinds[slot]
+        fatalError(
+            "QueueData: \(value) does not fit \(entity.name).\(entity.columnName(slot)), stored as \(kind.fieldType). An "
+                + "AttributeValue type's storedValue must be of its attributeType.")
     }
 
     /// Whether a change needs no bookkeeping: the object was already changed since its
@@ -555,41 +665,69 @@ struct ObjectState: OptionSet, Sendable {
 }
 
 /// The parameters of a ``ManagedObject`` under construction. Only QueueData creates these.
-public struct ObjectConstruction: Sendable {
+///
+/// `@unchecked Sendable`: it points to parameters that live for as long as the initializer it
+/// is passed to runs, on the thread that runs it (on the stack of the call that constructs the
+/// object, or forever for the discovery prototype's); it is never used after that call.
+public struct ObjectConstruction: @unchecked Sendable {
+    /// A pointer, so that passing the parameters to every initializer of a subclass chain and
+    /// on to ``ManagedObject``'s copies no reference-counted value.
+    let parameters: UnsafePointer<ObjectConstructionParameters>
+}
+
+/// What ``ObjectConstruction`` points to.
+struct ObjectConstructionParameters {
     let entity: EntityDescription
     let confinement: QueueConfinement
     let objectID: ObjectID
+    /// The values the object starts with (the columns), when they are not the committed row's.
     let values: [StoredValue]?
-    let snapshot: [StoredValue]?
+    /// The committed row the object was made from, if any.
+    let committed: RowReference?
     let snapshotVersion: Int64
     let isPrototype: Bool
 }
 
 extension ManagedObject {
     /// Constructs an object of `entity`'s class, handing out attribute slots from 0.
+    ///
+    /// - Parameters:
+    ///   - values: The columns' values it starts with; `nil`: the committed row's, or the
+    ///     defaults for an object without one.
+    ///   - committed: The committed row it was made from (shared when `values` is `nil`), with
+    ///     its version.
     static func _make(
         entity: EntityDescription,
         confinement: QueueConfinement,
         objectID: ObjectID,
-        values: [StoredValue]?,
-        snapshot: [StoredValue]?,
-        snapshotVersion: Int64
+        values: [StoredValue]? = nil,
+        committed: CommittedRow? = nil
     ) -> ManagedObject {
-        let saved = qd_attribute_slot_get()
-        let savedRelationship = qd_relationship_slot_get()
-        let savedTransient = qd_transient_slot_get()
-        qd_attribute_slot_set(0)
-        qd_relationship_slot_set(0)
-        qd_transient_slot_set(entity.columnCount)
-        defer {
-            qd_attribute_slot_set(saved)
-            qd_relationship_slot_set(savedRelationship)
-            qd_transient_slot_set(savedTransient)
+        let reference = committed.map { row in
+            row.reference ?? RowReference(block: _block(entity, row), index: 0)
         }
-        let object = entity.managedObjectClass.init(
-            ObjectConstruction(
-                entity: entity, confinement: confinement, objectID: objectID, values: values,
-                snapshot: snapshot, snapshotVersion: snapshotVersion, isPrototype: false))
+        return _make(
+            entity: entity, confinement: confinement, objectID: objectID, values: values, reference: reference,
+            version: committed?.version ?? 0)
+    }
+
+    /// ``_make(entity:confinement:objectID:values:committed:)`` for a row where it lives.
+    static func _make(
+        entity: EntityDescription,
+        confinement: QueueConfinement,
+        objectID: ObjectID,
+        values: [StoredValue]? = nil,
+        reference: RowReference?,
+        version: Int64
+    ) -> ManagedObject {
+        let saved = qd_construction_begin(entity.rowLayout.offsetTable, entity.objectSlotCount, entity.columnCount)
+        defer { qd_construction_set(saved) }
+        var parameters = ObjectConstructionParameters(
+            entity: entity, confinement: confinement, objectID: objectID, values: values, committed: reference,
+            snapshotVersion: version, isPrototype: false)
+        let object = withUnsafePointer(to: &parameters) { pointer in
+            entity.managedObjectClass.init(ObjectConstruction(parameters: pointer))
+        }
         object._state.remove(.constructing)
         return object
     }

@@ -106,11 +106,11 @@ extension FetchedResultsController {
                 } else {
                     let probe: ManagedObject
                     if let existing = probes[entityIndex] {
-                        existing._takeCommittedRow(row.values)
+                        existing._takeCommittedRow(row)
                         existing._objectID = id
                         probe = existing
                     } else {
-                        probe = context.makeObject(entityIndex: entityIndex, row: row)
+                        probe = context.makeObject(entityIndex: entityIndex, reference: row)
                         probes[entityIndex] = probe
                     }
                     entries.append(try entry(for: probe, id: id))
@@ -236,11 +236,11 @@ extension ManagedObjectContext {
             let id = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
             let probe: ManagedObject
             if let existing = probes[entityIndex] {
-                existing._takeCommittedRow(row.values)
+                existing._takeCommittedRow(row)
                 existing._objectID = id
                 probe = existing
             } else {
-                probe = makeObject(entityIndex: entityIndex, row: row)
+                probe = makeObject(entityIndex: entityIndex, reference: row)
                 probes[entityIndex] = probe
             }
             let typed = unsafeDowncast(probe, to: Object.self)

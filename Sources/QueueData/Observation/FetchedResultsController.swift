@@ -137,7 +137,7 @@ open class FetchedResultsController<Object: ManagedObject> {
             }
             self.matches = { object in
                 guard let slot = object.entity.attributeIndexes[constraint.attributeName],
-                    constraint.isSatisfied(by: object._values + slot)
+                    constraint.isSatisfied(by: object._value(at: slot))
                 else { return false }
                 return try predicateMatches?(object) ?? true
             }
@@ -357,8 +357,7 @@ open class FetchedResultsController<Object: ManagedObject> {
         let context = managedObjectContext
         let entityIndex = context.entityIndex(of: id) ?? entityPositions.keys.min()!
         let object = ManagedObject._make(
-            entity: context.model.entities[entityIndex], confinement: context.confinement, objectID: id, values: nil,
-            snapshot: nil, snapshotVersion: 0)
+            entity: context.model.entities[entityIndex], confinement: context.confinement, objectID: id)
         object._state = [.deleted, .detached]
         return object
     }

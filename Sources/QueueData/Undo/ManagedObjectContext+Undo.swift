@@ -115,7 +115,7 @@ extension ManagedObjectContext {
         guard state.contains(.updated), !state.contains(.inserted), !state.contains(.deleted),
             !state.contains(.detached), let committed = object._snapshot
         else { return }
-        for slot in 0..<object.entity.columnCount where !StoredValue.isSame(object._values[slot], committed[slot]) {
+        for slot in 0..<object.entity.columnCount where !StoredValue.isSame(object._value(at: slot), committed[slot]) {
             return
         }
         object._state.remove(.updated)
@@ -134,7 +134,7 @@ extension ManagedObjectContext {
     func writeForUndo(_ value: StoredValue, to object: ManagedObject, at slot: Int) {
         let state = object._state
         if state.contains(.deleted) || state.contains(.detached) {
-            object._writableValues[slot] = value
+            object._storeValue(value, at: slot)
         } else {
             object._setValue(value, at: slot)
         }

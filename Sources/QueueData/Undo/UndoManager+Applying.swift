@@ -268,10 +268,10 @@ extension UndoManager {
         after unplaced: [ValuesChange]
     ) -> Bool {
         let slots = 0..<object.entity.columnCount
-        let values = slots.map { object._values[$0] }
+        let values = slots.map { object._value(at: $0) }
         defer {
             for (slot, value) in zip(slots, values) {
-                object._writableValues[slot] = value
+                object._storeValue(value, at: slot)
             }
         }
         for change in unplaced where change.object === object {
@@ -291,7 +291,7 @@ extension UndoManager {
     ) -> ValuesChange? {
         let object = loss.object
         let link = context.link(of: object, column: loss.slot)
-        let current = object._values[loss.slot]
+        let current = object._value(at: loss.slot)
         let (target, _) = context.existingReferences(
             loss.intended, previous: current, relationship: link.relationship,
             destinationIndex: link.destinationIndex, keeping: comingBack)
@@ -319,7 +319,7 @@ extension UndoManager {
         in context: ManagedObjectContext
     ) -> [ManagedObject] {
         let entityKey = context.coordinator.entityKeys[link.destinationIndex]
-        return RelationshipKeys.decode(translated(object._values[slot], link.relationship)).compactMap { key in
+        return RelationshipKeys.decode(translated(object._value(at: slot), link.relationship)).compactMap { key in
             context.registry[link.destinationIndex][key] ?? removedObjects[ObjectID(key: entityKey, rawValue: key)]
         }
     }
@@ -353,7 +353,7 @@ extension UndoManager {
             let relationship = entity.relationship(atSlot: slot)
             // Compared with the recorded values in the same keys: an object that left the context
             // with a save (deleted) still holds the temporary keys of objects that save inserted.
-            let current = relationship.map { translated(object._values[slot], $0) } ?? object._values[slot]
+            let current = relationship.map { translated(object._value(at: slot), $0) } ?? object._value(at: slot)
             var target: StoredValue
             let old = relationship.map { translated(slotChange.old, $0) } ?? slotChange.old
             let new = relationship.map { translated(slotChange.new, $0) } ?? slotChange.new
@@ -415,7 +415,7 @@ extension UndoManager {
         for slotChange in change.changes where !skipping.contains(slotChange.slot) {
             let slot = slotChange.slot
             let relationship = entity.relationship(atSlot: slot)
-            let current = relationship.map { translated(object._values[slot], $0) } ?? object._values[slot]
+            let current = relationship.map { translated(object._value(at: slot), $0) } ?? object._value(at: slot)
             let old = relationship.map { translated(slotChange.old, $0) } ?? slotChange.old
             let new = relationship.map { translated(slotChange.new, $0) } ?? slotChange.new
             var target: StoredValue
@@ -431,7 +431,7 @@ extension UndoManager {
                 continue
             }
             guard !StoredValue.isSame(target, current) else { continue }
-            object._writableValues[slot] = target
+            object._storeValue(target, at: slot)
             done.changes.append(SlotChange(slot: slot, old: current, new: target))
         }
         return done.changes.isEmpty ? nil : done
@@ -454,7 +454,7 @@ extension UndoManager {
             guard !before.contains(key), let removed = removedObjects[ObjectID(key: entityKey, rawValue: key)] else {
                 return false
             }
-            let back = RelationshipKeys.decode(translated(removed._values[link.inverseColumn], link.inverse))
+            let back = RelationshipKeys.decode(translated(removed._value(at: link.inverseColumn), link.inverse))
             return !back.contains(object._objectID.rawValue)
         }
         guard !unmirrored.isEmpty else { return value }
@@ -473,7 +473,7 @@ extension UndoManager {
         var deleted = Set<ObjectID>()
         for (offset, relationship) in entity.relationships.enumerated() {
             let slot = entity.attributes.count + offset
-            let current = object._values[slot]
+            let current = object._value(at: slot)
             let value = translated(current, relationship)
             let (kept, missing) = context.existingReferences(
                 value, previous: .null, relationship: relationship,
@@ -568,11 +568,13 @@ extension UndoManager {
                     entry: .values(
                         ValuesChange(
                             object: object,
-                            changes: [SlotChange(slot: loss.slot, old: loss.intended, new: object._values[loss.slot])],
+                            changes: [
+                                SlotChange(slot: loss.slot, old: loss.intended, new: object._value(at: loss.slot))
+                            ],
                             baseSnapshot: object._snapshot, baseVersion: object._snapshotVersion)),
                     isSaveConsequence: false))
             let inverseSlot = link.inverseColumn
-            let keys = RelationshipKeys.decode(translated(deleted._values[inverseSlot], link.inverse))
+            let keys = RelationshipKeys.decode(translated(deleted._value(at: inverseSlot), link.inverse))
             let key = object._objectID.rawValue
             let recorded = unplaced.lazy.filter { $0.object === deleted }.flatMap(\.changes)
                 .first { $0.slot == inverseSlot }
@@ -592,7 +594,7 @@ extension UndoManager {
                             ValuesChange(
                                 object: deleted,
                                 changes: [
-                                    SlotChange(slot: inverseSlot, old: linked, new: deleted._values[inverseSlot])
+                                    SlotChange(slot: inverseSlot, old: linked, new: deleted._value(at: inverseSlot))
                                 ],
                                 baseSnapshot: deleted._snapshot, baseVersion: deleted._snapshotVersion)),
                         isSaveConsequence: false))
@@ -619,7 +621,7 @@ extension UndoManager {
             let link = context.link(of: object, column: slotChange.slot)
             let oldKeys = RelationshipKeys.decode(translated(slotChange.old, relationship))
             let before = Set(oldKeys)
-            let current = object._values[slotChange.slot]
+            let current = object._value(at: slotChange.slot)
             var keys = RelationshipKeys.decode(translated(current, relationship))
             let now = Set(keys)
             func live(_ keys: [Int64]) -> [ManagedObject] {
@@ -628,7 +630,7 @@ extension UndoManager {
                 }
             }
             func pointsBack(_ target: ManagedObject) -> Bool {
-                RelationshipKeys.decode(translated(target._values[link.inverseColumn], link.inverse)).contains(key)
+                RelationshipKeys.decode(translated(target._value(at: link.inverseColumn), link.inverse)).contains(key)
             }
             let stray = Set(
                 live(keys.filter { !before.contains($0) }).filter { !pointsBack($0) }.map(\._objectID.rawValue))
@@ -637,7 +639,7 @@ extension UndoManager {
                 if relationship.isToMany || keys.isEmpty {
                     keys.append(target._objectID.rawValue)
                 } else {
-                    let before = target._values[link.inverseColumn]
+                    let before = target._value(at: link.inverseColumn)
                     let after = RelationshipKeys.encode(
                         RelationshipKeys.decode(translated(before, link.inverse)).filter { $0 != key },
                         for: link.inverse)
@@ -665,7 +667,7 @@ extension UndoManager {
         for (slot, link) in links(of: gone, in: context) {
             for target in related(gone, slot: slot, link: link, in: context) where !target._state.contains(.deleted) {
                 let column = link.inverseColumn
-                let before = target._values[column]
+                let before = target._value(at: column)
                 let keys = RelationshipKeys.decode(translated(before, link.inverse))
                 guard keys.contains(gone._objectID.rawValue) else { continue }
                 let after = RelationshipKeys.encode(keys.filter { $0 != gone._objectID.rawValue }, for: link.inverse)

@@ -71,7 +71,7 @@ extension UndoManager {
     /// without registering): keeps its values as they are.
     func willChange(_ object: ManagedObject, relationshipsOnly: Bool = false) {
         guard isRecording, preImaged.insert(ObjectIdentifier(object)).inserted else { return }
-        let values = Array(UnsafeBufferPointer(start: object._values, count: object.entity.objectSlotCount))
+        let values = object._slotValues
         preImages.append(
             PreImage(
                 object: object, values: values, baseSnapshot: object._snapshot,
@@ -83,7 +83,7 @@ extension UndoManager {
     var hasPendingChanges: Bool {
         preImages.contains { image in
             (image.relationshipsOnly ? image.object.entity.relationshipSlots : image.values.indices).contains {
-                !StoredValue.isSame(image.values[$0], image.object._values[$0])
+                !StoredValue.isSame(image.values[$0], image.object._value(at: $0))
             }
         }
     }
@@ -100,8 +100,8 @@ extension UndoManager {
             let object = image.object
             var changes: [SlotChange] = []
             let slots = image.relationshipsOnly ? object.entity.relationshipSlots : image.values.indices
-            for slot in slots where !StoredValue.isSame(image.values[slot], object._values[slot]) {
-                changes.append(SlotChange(slot: slot, old: image.values[slot], new: object._values[slot]))
+            for slot in slots where !StoredValue.isSame(image.values[slot], object._value(at: slot)) {
+                changes.append(SlotChange(slot: slot, old: image.values[slot], new: object._value(at: slot)))
             }
             if !changes.isEmpty {
                 record(

@@ -4,10 +4,13 @@ import Testing
 
 @Suite("Entity tables")
 struct EntityTableTests {
+    /// Rows of one integer column.
+    let layout = RowLayout(columnKinds: [.int64], transientKinds: [], defaults: [.integer(0)])
+
     @Test("appends, replacements and deletes (with compaction) match a dictionary", arguments: 0..<6)
     func matchesDictionary(seed: Int) {
         var generator = SeededGenerator(seed: UInt64(seed))
-        var table = EntityTable()
+        var table = EntityTable(layout: layout)
         var model: [Int64: Int64] = [:]
         var next: Int64 = 1
         for step in 0..<20_000 {
@@ -46,14 +49,14 @@ struct EntityTableTests {
 
     @Test("a snapshot is unaffected by later changes")
     func snapshotsAreStable() {
-        var table = EntityTable()
+        var table = EntityTable(layout: layout)
         for key in 1...3_000 {
             table.append(CommittedRow(primaryKey: Int64(key), version: 1, values: [.integer(Int64(key))]))
         }
         let before = table.snapshot
         table.replace(with: CommittedRow(primaryKey: 10, version: 2, values: [.integer(-10)]))
         table.remove(20)
-        table.append(CommittedRow(primaryKey: 5_000, version: 1, values: []))
+        table.append(CommittedRow(primaryKey: 5_000, version: 1, values: [.integer(5_000)]))
         var values: [Int64: StoredValue] = [:]
         before.forEachLiveRow { values[$0.primaryKey] = $0.values.first }
         #expect(values.count == 3_000)
@@ -65,7 +68,7 @@ struct EntityTableTests {
     @Test("rows across several groups of chunks: lookups, changes and snapshots match a dictionary")
     func acrossGroups() {
         var generator = SeededGenerator(seed: 17)
-        var table = EntityTable()
+        var table = EntityTable(layout: layout)
         var model: [Int64: Int64] = [:]
         let rowCount = EntityTable.rowsPerGroup * 2 + EntityTable.chunkCapacity + 5
         for key in 1...Int64(rowCount) {

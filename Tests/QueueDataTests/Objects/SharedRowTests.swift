@@ -23,14 +23,14 @@ struct SharedRowTests {
             #expect(a.name == "d1")
         }
         second.performAndWait { #expect(!ownsRow(b)) }
-        #expect(a._values == b._values)
+        #expect(a._row == b._row)
 
         first.performAndWait {
             a.rating = 41  // A trivial value: the first change still goes through the slow path.
             a.rating = 42  // Now the inline path, on the object's own row.
             a.name = "changed"
             #expect(ownsRow(a))
-            #expect(a._values != b._values)
+            #expect(a._row != b._row)
             #expect(a.rating == 42 && a.name == "changed")
             #expect(a.committedValues(forKeys: ["name", "rating"]) == ["name": .string("d1"), "rating": .integer(1)])
         }
@@ -49,7 +49,7 @@ struct SharedRowTests {
             first.rollback()
             #expect(a.name == "d1" && a.rating == 1)
             #expect(!ownsRow(a))
-            #expect(a._values == b._values)
+            #expect(a._row == b._row)
         }
 
         // Saved: the object takes (and shares) the row its save committed; the other context
@@ -64,7 +64,7 @@ struct SharedRowTests {
         second.performAndWait {
             #expect(b.name == "saved" && b.rating == 1)
             #expect(!ownsRow(b))
-            #expect(a._values == b._values)
+            #expect(a._row == b._row)
         }
         try third.performAndWait {
             let fresh = try third.existingObject(with: ids[1], as: Destination.self)

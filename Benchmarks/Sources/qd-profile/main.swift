@@ -1,0 +1,128 @@
+// qd-profile: one workload per run, for instruction counts under callgrind.
+//
+//   swift build -c release --package-path Benchmarks --product qd-profile
+//   valgrind --tool=callgrind Benchmarks/.build/release/qd-profile WORKLOAD N
+//
+// Per-row costs are the difference between two sizes (10k and 20k, say) divided by the
+// difference in rows, so that one-time costs drop out. Every workload but `seed`, `write` and
+// `open` first inserts and saves N records into an in-memory store (the `seed` workload
+// alone): subtract a `seed` run of the same size to get the workload's own cost.
+//
+// Workloads: seed, fetch (every row into a fresh context, dropped at the block's end), filter
+// (`age > 50` sorted by name), top (the first 20 of that), count (`age > 50`), get (sum the
+// ages of every fetched object 10 times, fetch included), set (set every fetched object's age
+// once, fetch included), journal (insert + durable save into a journal store), write (a journal
+// store of N records in DIR, then exit), open (open the journal store in DIR and close it).
+
+import Foundation
+import QueueData
+
+final class Record: ManagedObject {
+    @Attribute var name: String = ""
+    @Attribute var age: Int = 0
+    @Attribute var score: Double = 0
+    @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
+}
+
+struct Store: ContextManagerDelegate {
+    var type: StoreType = .inMemory
+    var directory: URL = FileManager.default.temporaryDirectory
+    var managedObjectModel: ManagedObjectModel { ManagedObjectModel([Record.self]) }
+    var persistentStoreName: String { "Profile" }
+    var persistentStoreType: StoreType { type }
+    var storeDirectory: URL { directory }
+}
+
+/// Deterministic records (SplitMix64), as qd-bench makes them.
+func seed(_ manager: ContextManager, _ count: Int) throws {
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    let letters = Array("abcdefghijklmnopqrstuvwxyz")
+    let context = try manager.createContext()
+    try context.performAndWait {
+        for _ in 0..<count {
+            var name = ""
+            for _ in 0..<12 { name.append(letters[Int(next() % 26)]) }
+            let record = context.insert(Record.self)
+            record.name = name
+            record.age = Int(next() % 100)
+            record.score = Double(next() % 1_000_000) / 100
+            record.created = Date(timeIntervalSince1970: 1_600_000_000 + Double(next() % 100_000_000))
+        }
+        try context.save()
+    }
+}
+
+@inline(never)
+func blackHole<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3, let count = Int(arguments[2]) else {
+    print("usage: qd-profile WORKLOAD N [DIR]")
+    exit(2)
+}
+let workload = arguments[1]
+let directory = URL(fileURLWithPath: arguments.count > 3 ? arguments[3] : NSTemporaryDirectory())
+
+switch workload {
+case "write":
+    let manager = ContextManager(delegate: Store(type: .journal, directory: directory))
+    try seed(manager, count)
+    manager.close()
+case "open":
+    let manager = ContextManager(delegate: Store(type: .journal, directory: directory))
+    try manager.loadPersistentStore()
+    manager.close()
+case "journal":
+    let target = directory.appendingPathComponent("qd-profile-\(ProcessInfo.processInfo.processIdentifier)")
+    defer { try? FileManager.default.removeItem(at: target) }
+    let manager = ContextManager(delegate: Store(type: .journal, directory: target))
+    try seed(manager, count)
+    manager.close()
+default:
+    let manager = ContextManager(delegate: Store())
+    try seed(manager, count)
+    let context = try manager.createContext()
+    try context.performAndWait {
+        switch workload {
+        case "seed":
+            break
+        case "fetch":
+            blackHole(try context.fetch(FetchRequest<Record>()))
+        case "filter":
+            blackHole(
+                try context.fetch(
+                    FetchRequest<Record>(predicate: #Predicate { $0.age > 50 }, sortBy: [SortDescriptor(\.name)])))
+        case "top":
+            blackHole(
+                try context.fetch(
+                    FetchRequest<Record>(
+                        predicate: #Predicate { $0.age > 50 }, sortBy: [SortDescriptor(\.name)], fetchLimit: 20)))
+        case "count":
+            blackHole(try context.count(for: FetchRequest<Record>(predicate: #Predicate { $0.age > 50 })))
+        case "get":
+            let all = try context.fetch(FetchRequest<Record>())
+            var sum = 0
+            for _ in 0..<10 {
+                for record in all { sum &+= record.age }
+            }
+            blackHole(sum)
+        case "set":
+            let all = try context.fetch(FetchRequest<Record>())
+            for record in all { record.age &+= 1 }
+            context.rollback()
+        default:
+            print("unknown workload \(workload)")
+            exit(2)
+        }
+    }
+    manager.close()
+}
