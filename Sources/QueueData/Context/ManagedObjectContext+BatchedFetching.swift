@@ -150,11 +150,10 @@ extension ManagedObjectContext {
             switch candidates[index] {
             case .object(let object):
                 // Matched on committed values, so sorted on them too.
-                if !request.includesPendingChanges, object._state.contains(.updated), let committed = object._committed
+                if !request.includesPendingChanges, object._state.contains(.updated),
+                    let committed = object._committedReference
                 {
-                    return probe(
-                        object._objectID.key.entityIndex!, RowReference(block: committed, index: object._committedIndex)
-                    )
+                    return probe(object._objectID.key.entityIndex!, committed)
                 }
                 return unsafeDowncast(object, to: Result.self)
             case .row(let entityIndex, let row):

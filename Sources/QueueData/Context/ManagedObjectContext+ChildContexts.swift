@@ -221,8 +221,9 @@ extension ManagedObjectContext {
                     if let value = renamed(object._value(at: slot), relationship) {
                         object._storeValue(value, at: slot)
                     }
-                    if let snapshotValue = object._snapshot?[slot], let value = renamed(snapshotValue, relationship) {
-                        object._snapshot![slot] = value
+                    if var snapshot = object._snapshot, let value = renamed(snapshot[slot], relationship) {
+                        snapshot[slot] = value
+                        object._setSnapshot(snapshot, version: object._snapshotVersion)
                     }
                 }
             }

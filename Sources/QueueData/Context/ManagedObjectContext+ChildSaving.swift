@@ -31,8 +31,7 @@ extension ManagedObjectContext {
             temporaryKeysFromParent.append((object._objectID.key.entityIndex!, object._objectID.rawValue))
         }
         for object in inserts + savedUpdates where !object._state.contains(.detached) {
-            object._snapshot = object._columnValues
-            object._snapshotVersion = Swift.max(object._snapshotVersion, 1)
+            object._setSnapshot(object._columnValues, version: Swift.max(object._snapshotVersion, 1))
             object._state = []
         }
         for object in updates {

@@ -174,11 +174,8 @@ extension ManagedObjectContext {
             var proxies = objects
             for (index, object) in objects.enumerated()
             where object._state.contains(.updated) && !object._state.contains(.detached) {
-                if let committed = object._committed {
-                    let proxy = makeObject(
-                        entityIndex: object._objectID.key.entityIndex!,
-                        reference: RowReference(block: committed, index: object._committedIndex),
-                        version: object._snapshotVersion)
+                if let committed = object._committedReference {
+                    let proxy = makeObject(entityIndex: object._objectID.key.entityIndex!, reference: committed)
                     proxies[index] = unsafeDowncast(proxy, to: Result.self)
                 }
             }

@@ -432,8 +432,8 @@ extension ManagedObjectContext {
         where !object._state.contains(.detached)
             && (object._state.contains(.updated) || object._state.contains(.deleted))
         {
-            if let committed = object._committed {
-                object._takeCommittedRow(RowReference(block: committed, index: object._committedIndex))
+            if let committed = object._committedReference {
+                object._takeCommittedRow(committed)
             }
             object._resetTransientAttributes()
             object._state = []
@@ -529,7 +529,7 @@ extension ManagedObject {
     final func _apply(_ row: CommittedRow, keepingLocalChanges: Bool, byOwnSave: Bool = false) {
         let count = entity.columnCount
         let layout = entity.rowLayout
-        let previous = _committedFields.map { _ in (block: _committed!, index: _committedIndex) }
+        let previous = _committedReference
         // An object sharing its committed row has no local changes; one with its own row may
         // have set every value back.
         if keepingLocalChanges, let old = _committedFields, _stateBits & ObjectState._ownsRow != 0,
@@ -548,21 +548,18 @@ extension ManagedObject {
                         at: slot)
                 }
             }
-            if let reference = row.reference {
+            if let reference = row.reference, reference.version == row.version {
                 _committed = reference.block
-                _committedIndex = reference.index
+                _committedIndex = UInt16(truncatingIfNeeded: reference.index)
             } else {
-                _snapshot = row.values
+                _setSnapshot(row.values, version: row.version)
             }
         } else {
             _takeCommittedRow(row)
         }
         if !byOwnSave, let previous, let undoManager = _confinement.context?.undoManagerValue {
-            undoManager.didMerge(
-                self, previous: layout.values(previous.block.row(previous.index), count: count), values: row.values,
-                version: row.version)
+            undoManager.didMerge(self, previous: previous.values, values: row.values, version: row.version)
         }
-        _snapshotVersion = row.version
         if _state.contains(.updated), let committed = _committedFields, layout.isSameRow(_row, committed, count: count)
         {
             _state.remove(.updated)

@@ -406,13 +406,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
         return object
     }
 
-    /// An unregistered object (`detached`) for the committed row at `reference`, sharing it;
-    /// `version` is the row's unless given.
-    func makeObject(entityIndex: Int, reference: RowReference, version: Int64? = nil) -> ManagedObject {
+    /// An unregistered object (`detached`) for the committed row at `reference`, sharing it.
+    func makeObject(entityIndex: Int, reference: RowReference) -> ManagedObject {
         let object = ManagedObject._make(
             entity: model.entities[entityIndex], confinement: confinement,
             objectID: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: reference.primaryKey),
-            reference: reference, version: version ?? reference.version)
+            reference: reference)
         object._state = [.detached]
         return object
     }

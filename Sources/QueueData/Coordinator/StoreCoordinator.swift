@@ -127,7 +127,9 @@ final class StoreCoordinator: @unchecked Sendable {
         self.baseMetadata = contents.metadata
         self.storeIdentifier = contents.metadata.storeIdentifier
         self.entityKeys = model.entities.enumerated().map { index, entity in
-            EntityKey(entityName: entity.name, storeIdentifier: contents.metadata.storeIdentifier, entityIndex: index)
+            EntityKey(
+                entityName: entity.name, storeIdentifier: contents.metadata.storeIdentifier, entityIndex: index,
+                entity: entity)
         }
         self.durableTables = tables
         self.history = history

@@ -23,11 +23,10 @@ import Foundation
 /// Setting a value equal to the current one changes nothing (the object is not marked updated).
 @propertyWrapper
 public struct Attribute<Value: Codable> {
-    /// The index of this attribute in its object's row, handed out in declaration order
-    /// while the object is constructed.
-    @usableFromInline
-    let slot: UInt16
-    /// The byte offset of the attribute's field in its object's row (see ``RowLayout``).
+    /// The byte offset of the attribute's field in its object's row (see ``RowLayout``), handed
+    /// out in declaration order while the object is constructed. (The attribute's slot, which
+    /// the slower paths need, is the layout's for this offset: an object keeps two bytes per
+    /// attribute.)
     @usableFromInline
     let offset: UInt16
 
@@ -46,10 +45,9 @@ public struct Attribute<Value: Codable> {
         // declaration.
         let field = _attributeFieldUnlessRecording(isTransient: false)
         if field >= 0 {
-            slot = UInt16(truncatingIfNeeded: field)
             offset = UInt16(truncatingIfNeeded: field >> 16)
         } else {
-            slot = Self._declare(defaultValue, options: [], originalName: originalName, transform: nil, validate: nil)
+            _ = Self._declare(defaultValue, options: [], originalName: originalName, transform: nil, validate: nil)
             offset = 0
         }
     }
@@ -68,10 +66,9 @@ public struct Attribute<Value: Codable> {
     public init(wrappedValue defaultValue: Value, _ options: AttributeOptions, originalName: String? = nil) {
         let field = _attributeFieldUnlessRecording(isTransient: options.contains(.transient))
         if field >= 0 {
-            slot = UInt16(truncatingIfNeeded: field)
             offset = UInt16(truncatingIfNeeded: field >> 16)
         } else {
-            slot = Self._declare(
+            _ = Self._declare(
                 defaultValue, options: options, originalName: originalName, transform: nil, validate: nil)
             offset = 0
         }
@@ -145,17 +142,17 @@ public struct Attribute<Value: Codable> {
             if Value.self is any _StoredInRow.Type {
                 return _load(object._row + Int(attribute.offset))
             }
-            let slot = Int(attribute.slot)
+            let slot = object._slot(atOffset: Int(attribute.offset))
             return _decode(object._value(at: slot), object: object, slot: slot)
         }
         @inline(__always) set {
             let attribute = object[keyPath: storageKeyPath]
             object._confinement.check(object._subjectDescription)
             if Value.self is any _StoredInRow.Type {
-                _store(newValue, in: object, slot: Int(attribute.slot), offset: Int(attribute.offset))
+                _store(newValue, in: object, offset: Int(attribute.offset))
                 return
             }
-            let slot = Int(attribute.slot)
+            let slot = object._slot(atOffset: Int(attribute.offset))
             object._setValue(_encode(newValue, object: object, slot: slot), at: slot)
         }
     }
@@ -171,7 +168,7 @@ public struct Attribute<Value: Codable> {
     /// field holds no references; otherwise through `_prepareToWrite`, which registers the
     /// change and gives the object a row of its own.
     @inlinable @inline(__always)
-    static func _store(_ value: Value, in object: ManagedObject, slot: Int, offset: Int) {
+    static func _store(_ value: Value, in object: ManagedObject, offset: Int) {
         if _isSameStored(object._row.load(fromByteOffset: offset, as: Value.self), value) {
             return
         }
@@ -181,9 +178,9 @@ public struct Attribute<Value: Codable> {
             // object owns its row: `_canChangeWithoutRegistering` says so.
             UnsafeMutableRawPointer(mutating: object._row).storeBytes(of: value, toByteOffset: offset, as: Value.self)
         } else if _isPOD(Value.self) {
-            object._prepareToWrite(slot: slot).storeBytes(of: value, toByteOffset: offset, as: Value.self)
+            object._prepareToWrite(offset: offset).storeBytes(of: value, toByteOffset: offset, as: Value.self)
         } else {
-            (object._prepareToWrite(slot: slot) + offset).assumingMemoryBound(to: Value.self).pointee = value
+            (object._prepareToWrite(offset: offset) + offset).assumingMemoryBound(to: Value.self).pointee = value
         }
     }
 
@@ -263,7 +260,7 @@ extension Attribute where Value: SendableMetatype {
         originalName: String? = nil,
         transform: @escaping @Sendable (StoredValue) throws -> Value
     ) {
-        slot = Self._declare(
+        let slot = Self._declare(
             defaultValue, options: [], originalName: originalName,
             transform: { @Sendable old in try Self._encodeChecked(transform(old)) }, validate: nil)
         offset = Self._fieldOffset(of: slot)
@@ -291,7 +288,7 @@ extension Attribute where Value: SendableMetatype {
         originalName: String? = nil,
         validate: @escaping @Sendable (Value) throws -> Void
     ) {
-        slot = Self._declare(
+        let slot = Self._declare(
             defaultValue, options: options, originalName: originalName, transform: nil,
             validate: { @Sendable stored in try validate(try Self._decodeDetached(stored)) })
         offset = Self._fieldOffset(of: slot)
@@ -312,7 +309,7 @@ extension Attribute where Value: SendableMetatype {
         transform: @escaping @Sendable (StoredValue) throws -> Value,
         validate: @escaping @Sendable (Value) throws -> Void
     ) {
-        slot = Self._declare(
+        let slot = Self._declare(
             defaultValue, options: options, originalName: originalName,
             transform: { @Sendable old in try Self._encodeChecked(transform(old)) },
             validate: { @Sendable stored in try validate(try Self._decodeDetached(stored)) })

@@ -181,12 +181,12 @@ enum EntityDiscovery {
         let confinement = QueueConfinement(
             queue: DispatchQueue(label: "QueueData.Prototype"), contextName: "discovery prototype")
         confinement.invalidate(.contextDeallocated)
-        let key = EntityKey(entityName: "Prototype", storeIdentifier: UUID(), entityIndex: nil)
+        let key = EntityKey(entityName: "Prototype", storeIdentifier: UUID(), entityIndex: nil, entity: entity)
         let parameters = UnsafeMutablePointer<ObjectConstructionParameters>.allocate(capacity: 1)
         parameters.initialize(
             to: ObjectConstructionParameters(
                 entity: entity, confinement: confinement, objectID: ObjectID(key: key, rawValue: -1),
-                values: nil, committed: nil, snapshotVersion: 0, isPrototype: true))
+                values: nil, committed: nil, isPrototype: true))
         // Never freed: it lives as long as the process, as the prototypes it builds.
         return ObjectConstruction(parameters: parameters)
     }()

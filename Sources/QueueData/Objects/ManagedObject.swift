@@ -26,7 +26,12 @@ import Foundation
 /// ``willSave()`` or before dropping the object instead.
 open class ManagedObject: Hashable {
     /// The object's entity.
-    public final let entity: EntityDescription
+    public final var entity: EntityDescription {
+        // Kept by the ID's key (every object's key is its coordinator's, which has the entity),
+        // not by the object: one reference less in every object.
+        _objectID.key.entity!
+    }
+
     // These are read and written on every save and merge of the object, and only by
     // QueueData, on the context's queue, never while another access to the same property is
     // in progress (no closure or user code runs inside one): dynamic exclusivity checks
@@ -39,9 +44,6 @@ open class ManagedObject: Hashable {
     /// every other context's object for rows of it, or a block of its own for a row that lives
     /// in no table. See `_snapshot`.
     @exclusivity(unchecked) final var _committed: RowBlock?
-    @exclusivity(unchecked) final var _committedIndex: Int = 0
-    /// The committed version of `_snapshot`.
-    @exclusivity(unchecked) final var _snapshotVersion: Int64 = 0
 
     // The fields every attribute access reads come last, next to the subclass's attribute
     // storage, so that one access touches as few cache lines as possible.
@@ -49,10 +51,6 @@ open class ManagedObject: Hashable {
     /// The queue confinement of the object's context.
     @usableFromInline
     final let _confinement: QueueConfinement
-    /// The object's ``ObjectState``, and whether it owns its row (`ObjectState._ownsRow`).
-    /// Read inline by the attribute setters.
-    @usableFromInline @exclusivity(unchecked)
-    final var _stateBits: UInt16
     /// The row: one typed field per slot, laid out by the entity's ``RowLayout`` (the columns,
     /// then the transient attributes). Attribute getters load their field from it directly.
     ///
@@ -63,6 +61,21 @@ open class ManagedObject: Hashable {
     /// written.
     @usableFromInline @exclusivity(unchecked)
     final var _row: UnsafeRawPointer
+    /// The object's ``ObjectState``, and whether it owns its row (`ObjectState._ownsRow`).
+    /// Read inline by the attribute setters.
+    @usableFromInline @exclusivity(unchecked)
+    final var _stateBits: UInt16
+    /// The index of the committed row in `_committed` (a block holds at most 128 rows).
+    @exclusivity(unchecked) final var _committedIndex: UInt16 = 0
+    // The last fields are 2 bytes each, as are the attribute wrappers a subclass adds after
+    // them: an object of four attributes takes 80 bytes (an 80-byte allocation).
+
+    /// The committed version of `_snapshot` (0 for an object never saved): the version of its
+    /// committed row, kept by the row's block.
+    final var _snapshotVersion: Int64 {
+        guard let block = _committed else { return 0 }
+        return block.versions[Int(_committedIndex)]
+    }
 
     /// What the context knows about the object.
     final var _state: ObjectState {
@@ -73,29 +86,32 @@ open class ManagedObject: Hashable {
     /// The fields of the committed row this context last saw, if any.
     final var _committedFields: UnsafeRawPointer? {
         guard let block = _committed else { return nil }
-        return UnsafeRawPointer(block.row(_committedIndex))
+        return UnsafeRawPointer(block.row(Int(_committedIndex)))
+    }
+
+    /// Where the committed row this context last saw lives, if the object has one.
+    final var _committedReference: RowReference? {
+        guard let block = _committed else { return nil }
+        return RowReference(block: block, index: Int(_committedIndex))
     }
 
     /// The committed values this context last saw (`nil` until an inserted object is saved),
-    /// read out of the committed row. Setting it gives the object a block of its own for the
-    /// values (and first a row of its own, if it shared the old committed row).
+    /// read out of the committed row.
     final var _snapshot: [StoredValue]? {
-        get {
-            guard let fields = _committedFields else { return nil }
-            return entity.rowLayout.values(fields, count: entity.columnCount)
+        guard let fields = _committedFields else { return nil }
+        return entity.rowLayout.values(fields, count: entity.columnCount)
+    }
+
+    /// Takes `values` at `version` (at least 1) as the committed row this context last saw,
+    /// keeping the object's current values: the row gets a block of its own (and the object
+    /// first a row of its own, if it shared the old committed row).
+    final func _setSnapshot(_ values: [StoredValue], version: Int64) {
+        if _stateBits & ObjectState._ownsRow == 0 {
+            _copyRowIntoOwnStorage()
         }
-        set {
-            if _stateBits & ObjectState._ownsRow == 0 {
-                _copyRowIntoOwnStorage()
-            }
-            guard let values = newValue else {
-                _committed = nil
-                _committedIndex = 0
-                return
-            }
-            _committed = Self._block(entity, CommittedRow(primaryKey: _objectID.rawValue, version: 1, values: values))
-            _committedIndex = 0
-        }
+        _committed = Self._block(
+            entity, CommittedRow(primaryKey: _objectID.rawValue, version: Swift.max(version, 1), values: values))
+        _committedIndex = 0
     }
 
     /// A block of its own for `row`, a committed row that lives in no table.
@@ -142,16 +158,15 @@ open class ManagedObject: Hashable {
     /// attributes): for an object with no unsaved changes, after a save or a merge. Any
     /// storage it owned is freed; transient attributes keep their values.
     final func _takeCommittedRow(_ row: CommittedRow) {
-        if let reference = row.reference {
+        if let reference = row.reference, reference.version == row.version {
             _takeCommittedRow(reference)
         } else {
             _takeCommittedRow(RowReference(block: Self._block(entity, row), index: 0))
         }
-        _snapshotVersion = row.version
     }
 
     /// Takes the row at `reference` as its committed row and its current values (see
-    /// ``_takeCommittedRow(_:)-(CommittedRow)``); the version is left to the caller.
+    /// ``_takeCommittedRow(_:)-(CommittedRow)``).
     final func _takeCommittedRow(_ reference: RowReference) {
         let fields = UnsafeRawPointer(reference.fields)
         if entity.rowLayout.hasTransientSlots {
@@ -161,7 +176,7 @@ open class ManagedObject: Hashable {
             _row = fields
         }
         _committed = reference.block
-        _committedIndex = reference.index
+        _committedIndex = UInt16(truncatingIfNeeded: reference.index)
     }
 
     /// Creates an object. Only QueueData can make an ``ObjectConstruction``: insert objects
@@ -190,15 +205,13 @@ open class ManagedObject: Hashable {
                         + "every attribute with an initial value.")
             }
         }
-        self.entity = entity
         self._confinement = parameters.pointee.confinement
         self._objectID = parameters.pointee.objectID
-        self._snapshotVersion = parameters.pointee.snapshotVersion
         let state: ObjectState = parameters.pointee.isPrototype ? [.detached] : [.constructing]
         let layout = entity.rowLayout
         if let committed = parameters.pointee.committed {
             self._committed = committed.block
-            self._committedIndex = committed.index
+            self._committedIndex = UInt16(truncatingIfNeeded: committed.index)
             if parameters.pointee.values == nil && !layout.hasTransientSlots {
                 // A committed row, with no transient attributes: shared, not copied.
                 self._stateBits = state.rawValue
@@ -537,6 +550,22 @@ open class ManagedObject: Hashable {
         return _writableRow
     }
 
+    /// ``_prepareToWrite(slot:)`` for the slot whose field is at `offset`.
+    @usableFromInline
+    final func _prepareToWrite(offset: Int) -> UnsafeMutableRawPointer {
+        let bits = _stateBits
+        if bits & ObjectState._freelyWritableMask == 0 || bits & ObjectState._blockedMask != 0 {
+            _willChangeValue(at: _slot(atOffset: offset))
+        }
+        return _writableRow
+    }
+
+    /// The slot whose field is at `offset` in the object's row.
+    @usableFromInline
+    final func _slot(atOffset offset: Int) -> Int {
+        entity.rowLayout.slot(atOffset: offset)
+    }
+
     /// Traps for a value that does not fit its slot's type.
     final func _trapMisfit(_ value: StoredValue, slot: Int) -> Never {
         let kind = entity.rowLayout.kinds[slot]
@@ -682,9 +711,8 @@ struct ObjectConstructionParameters {
     let objectID: ObjectID
     /// The values the object starts with (the columns), when they are not the committed row's.
     let values: [StoredValue]?
-    /// The committed row the object was made from, if any.
+    /// The committed row the object was made from, if any (its version is the row's).
     let committed: RowReference?
-    let snapshotVersion: Int64
     let isPrototype: Bool
 }
 
@@ -704,11 +732,10 @@ extension ManagedObject {
         committed: CommittedRow? = nil
     ) -> ManagedObject {
         let reference = committed.map { row in
-            row.reference ?? RowReference(block: _block(entity, row), index: 0)
+            row.reference.flatMap { $0.version == row.version ? $0 : nil }
+                ?? RowReference(block: _block(entity, row), index: 0)
         }
-        return _make(
-            entity: entity, confinement: confinement, objectID: objectID, values: values, reference: reference,
-            version: committed?.version ?? 0)
+        return _make(entity: entity, confinement: confinement, objectID: objectID, values: values, reference: reference)
     }
 
     /// ``_make(entity:confinement:objectID:values:committed:)`` for a row where it lives.
@@ -717,14 +744,15 @@ extension ManagedObject {
         confinement: QueueConfinement,
         objectID: ObjectID,
         values: [StoredValue]? = nil,
-        reference: RowReference?,
-        version: Int64
+        reference: RowReference?
     ) -> ManagedObject {
+        // The object finds its entity through its ID's key.
+        precondition(objectID.key.entity === entity, "QueueData: an object's ID must have its coordinator's key")
         let saved = qd_construction_begin(entity.rowLayout.offsetTable, entity.objectSlotCount, entity.columnCount)
         defer { qd_construction_set(saved) }
         var parameters = ObjectConstructionParameters(
             entity: entity, confinement: confinement, objectID: objectID, values: values, committed: reference,
-            snapshotVersion: version, isPrototype: false)
+            isPrototype: false)
         let object = withUnsafePointer(to: &parameters) { pointer in
             entity.managedObjectClass.init(ObjectConstruction(parameters: pointer))
         }

@@ -118,6 +118,9 @@ final class EntityKey: Sendable {
     let storeIdentifier: UUID
     /// The entity's index in the coordinator's model, when this key was made by it.
     let entityIndex: Int?
+    /// The entity, when this key was made by a coordinator (or for a discovery prototype): the
+    /// entity of every object whose ID has this key (objects keep the key, not the entity).
+    let entity: EntityDescription?
     @usableFromInline
     let hashValueOfIdentity: Int
 
@@ -125,10 +128,11 @@ final class EntityKey: Sendable {
     /// (built once, so that exports write millions of URIs without building a URL each).
     let permanentURIPrefix: String
 
-    init(entityName: String, storeIdentifier: UUID, entityIndex: Int?) {
+    init(entityName: String, storeIdentifier: UUID, entityIndex: Int?, entity: EntityDescription? = nil) {
         self.entityName = entityName
         self.storeIdentifier = storeIdentifier
         self.entityIndex = entityIndex
+        self.entity = entity
         var components = URLComponents()
         components.scheme = ObjectID.uriScheme
         components.host = storeIdentifier.uuidString

@@ -19,6 +19,8 @@ final class RowLayout: @unchecked Sendable {
     /// The offsets again, for the attribute wrappers of an object under construction (read
     /// through a thread-local pointer while its initializer runs).
     let offsetTable: UnsafeMutablePointer<UInt16>
+    /// The slot of the field at each byte offset of an object's row (where a field starts).
+    private let slotsByOffset: [UInt16]
     /// How many slots are columns (stored); the rest are transient.
     let columnCount: Int
     /// The bytes of a committed row (the columns), a multiple of 8.
@@ -59,6 +61,11 @@ final class RowLayout: @unchecked Sendable {
         for (slot, offset) in offsets.enumerated() {
             offsetTable[slot] = UInt16(offset)
         }
+        var slotsByOffset = [UInt16](repeating: 0, count: Swift.max(objectRowSize, 1))
+        for (slot, offset) in offsets.enumerated() {
+            slotsByOffset[offset] = UInt16(slot)
+        }
+        self.slotsByOffset = slotsByOffset
         nontrivialColumns = (0..<columnKinds.count).filter { !kinds[$0].isTrivial }
         nontrivialSlots = kinds.indices.filter { !kinds[$0].isTrivial }
         self.defaults = .allocate(byteCount: Swift.max(objectRowSize, 8), alignment: 8)
@@ -73,6 +80,11 @@ final class RowLayout: @unchecked Sendable {
         destroy(defaults, slots: nontrivialSlots)
         defaults.deallocate()
         offsetTable.deallocate()
+    }
+
+    /// The slot whose field starts at byte `offset`.
+    func slot(atOffset offset: Int) -> Int {
+        Int(slotsByOffset[offset])
     }
 
     /// Whether objects have fields that committed rows lack (transient attributes).

@@ -357,7 +357,8 @@ open class FetchedResultsController<Object: ManagedObject> {
         let context = managedObjectContext
         let entityIndex = context.entityIndex(of: id) ?? entityPositions.keys.min()!
         let object = ManagedObject._make(
-            entity: context.model.entities[entityIndex], confinement: context.confinement, objectID: id)
+            entity: context.model.entities[entityIndex], confinement: context.confinement,
+            objectID: ObjectID(key: context.coordinator.entityKeys[entityIndex], rawValue: id.rawValue))
         object._state = [.deleted, .detached]
         return object
     }
