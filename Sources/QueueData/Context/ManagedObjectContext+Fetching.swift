@@ -101,15 +101,12 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Grows the identity map once for a large fetch instead of rehashing as it fills.
+    /// Grows the identity map's list of pages once for a large fetch instead of as it fills.
     private func reserveRegistryCapacity(for objects: [ManagedObject]) {
-        guard objects.count > 64, let first = objects.first, let entityIndex = first._objectID.key.entityIndex else {
+        guard objects.count > 64, let last = objects.last, let entityIndex = last._objectID.key.entityIndex else {
             return
         }
-        let needed = registry[entityIndex].count + objects.count
-        if registry[entityIndex].capacity < needed {
-            registry[entityIndex].reserveCapacity(needed)
-        }
+        registry[entityIndex].reserveCapacity(forKeysUpTo: last._objectID.rawValue, adding: objects.count)
     }
 
     // MARK: Evaluation
@@ -241,54 +238,20 @@ extension ManagedObjectContext {
             snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
         }
         let predicate = request.predicate.map(matcher(for:))
+        let objectPredicate = predicate.map { predicate in
+            { (object: ManagedObject) throws -> Bool in try predicate(unsafeDowncast(object, to: Result.self)) }
+        }
         let constraint = request.attributeConstraint
         for (position, (entityIndex, snapshot)) in zip(entityIndexes, snapshots).enumerated() {
-            let registered = registry[entityIndex]
             let slot = constraint?.slot(in: model.entities[entityIndex])
             let layout = model.entities[entityIndex].rowLayout
-            /// Whether `object`, as it is now, matches.
-            func matches(_ object: ManagedObject) throws -> Bool {
-                if let constraint, let slot, !constraint.isSatisfied(by: object._value(at: slot)) {
-                    return false
-                }
-                return try predicate?(unsafeDowncast(object, to: Result.self)) ?? true
-            }
-            // Unregistered rows are matched through one reusable object, so rows that do not
-            // match never allocate anything.
-            var scratch: ManagedObject?
-            func matchesCommitted(_ row: RowReference) throws -> Bool {
-                if let constraint, let slot, !constraint.isSatisfied(row: row.fields, slot: slot, layout: layout) {
-                    return false
-                }
-                guard let predicate else { return true }
-                let probe: ManagedObject
-                if let scratch {
-                    scratch._takeCommittedRow(row)
-                    scratch._objectID = ObjectID(key: scratch._objectID.key, rawValue: row.primaryKey)
-                    probe = scratch
-                } else {
-                    probe = makeObject(entityIndex: entityIndex, reference: row)
-                    scratch = probe
-                }
-                return try predicate(unsafeDowncast(probe, to: Result.self))
-            }
-            var keepGoing = true
-            func visit(_ row: RowReference) throws {
-                guard keepGoing else { return }
-                rowsExamined &+= 1
-                if let object = registered[row.primaryKey] {
-                    if request.includesPendingChanges {
-                        guard !object._state.contains(.deleted) else { return }
-                        if try matches(object) {
-                            keepGoing = try body(.object(object))
-                        }
-                    } else if try matchesCommitted(row) {
-                        keepGoing = try body(.object(object))
-                    }
-                } else if try matchesCommitted(row) {
-                    keepGoing = try body(.row(entityIndex: entityIndex, row: row))
-                }
-            }
+            // The scan's state lives in a local struct changed by its mutating methods: state
+            // captured by nested functions would be checked for exclusive access dynamically on
+            // every row.
+            var scan = CandidateScan(
+                context: self, entityIndex: entityIndex, registered: registry[entityIndex], predicate: objectPredicate,
+                constraint: constraint.flatMap { constraint in slot.map { (constraint, $0) } }, layout: layout,
+                includesPendingChanges: request.includesPendingChanges)
             if let overlay = overlays?[position] {
                 // The parent's changed rows replace the committed ones; its inserted objects
                 // (temporary, negative keys) follow, in the order they were inserted.
@@ -299,15 +262,15 @@ extension ManagedObjectContext {
                 try snapshot.forEachLiveRow { row in
                     if let changed = overlay[row.primaryKey] {
                         if !changed.isDeleted {
-                            try visit(reference(changed))
+                            try scan.visit(reference(changed), body)
                         }
                     } else {
-                        try visit(row)
+                        try scan.visit(row, body)
                     }
                 }
-                for key in overlay.keys.filter({ $0 < 0 }).sorted() where keepGoing {
+                for key in overlay.keys.filter({ $0 < 0 }).sorted() where scan.keepGoing {
                     if let row = overlay[key], !row.isDeleted {
-                        try visit(reference(row))
+                        try scan.visit(reference(row), body)
                     }
                 }
             } else if usesIndexes, let constraint, let slot, let index = snapshot.index(of: slot) {
@@ -317,20 +280,27 @@ extension ManagedObjectContext {
                 }
                 if request.includesPendingChanges {
                     // Unsaved values (and merges not yet taken) are in the objects, not the index.
-                    for (key, object) in registered where constraint.isSatisfied(by: object._value(at: slot)) {
+                    for (key, object) in scan.registered where constraint.isSatisfied(by: object._value(at: slot)) {
                         keys.insert(key)
                     }
                 }
                 for key in keys.sorted() {
-                    guard keepGoing else { break }
+                    guard scan.keepGoing else { break }
                     if let row = snapshot.reference(for: key) {
-                        try visit(row)
+                        try scan.visit(row, body)
                     }
                 }
             } else {
-                try snapshot.forEachLiveRow(visit)
+                scanning: for group in snapshot.blocks {
+                    for block in group {
+                        for index in 0..<block.count where block.isLive(index) {
+                            try scan.visit(RowReference(block: block, index: index), body)
+                            guard scan.keepGoing else { break scanning }
+                        }
+                    }
+                }
             }
-            guard keepGoing else { return }
+            guard scan.keepGoing else { return }
         }
         guard request.includesPendingChanges else { return }
         let entitySet = Set(entityIndexes)
@@ -422,5 +392,93 @@ extension TableSnapshot {
     /// Whether a live row with `primaryKey` exists.
     func contains(primaryKey: Int64) -> Bool {
         row(for: primaryKey) != nil
+    }
+}
+
+/// One entity's part of ``ManagedObjectContext/forEachCandidate(_:_:)``: the state of the scan
+/// of its rows, and what it does with each.
+///
+/// Not generic: the fetched type is in the predicate only, so that a scan of a generic fetch
+/// looks no generic metadata up per row.
+private struct CandidateScan {
+    let context: ManagedObjectContext
+    let entityIndex: Int
+    /// The context's objects of the entity.
+    let registered: IdentityMap
+    /// The request's predicate, on objects of the fetched type.
+    let predicate: ((ManagedObject) throws -> Bool)?
+    /// The request's attribute constraint, and the slot it constrains.
+    let constraint: (AttributeConstraint, Int)?
+    let layout: RowLayout
+    let includesPendingChanges: Bool
+    /// The reusable object unregistered rows are matched through, so that rows that do not
+    /// match never allocate anything.
+    var scratch: ManagedObject?
+    /// Whether the caller asked for more.
+    var keepGoing = true
+
+    init(
+        context: ManagedObjectContext,
+        entityIndex: Int,
+        registered: IdentityMap,
+        predicate: ((ManagedObject) throws -> Bool)?,
+        constraint: (AttributeConstraint, Int)?,
+        layout: RowLayout,
+        includesPendingChanges: Bool
+    ) {
+        self.context = context
+        self.entityIndex = entityIndex
+        self.registered = registered
+        self.predicate = predicate
+        self.constraint = constraint
+        self.layout = layout
+        self.includesPendingChanges = includesPendingChanges
+    }
+
+    /// Offers the row (or the context's object for it) to `body` if it matches.
+    mutating func visit(
+        _ row: RowReference,
+        _ body: (ManagedObjectContext.Candidate) throws -> Bool
+    ) throws {
+        guard keepGoing else { return }
+        context.rowsExamined &+= 1
+        if let object = registered[row.primaryKey] {
+            if includesPendingChanges {
+                guard !object._state.contains(.deleted) else { return }
+                if try matches(object) {
+                    keepGoing = try body(.object(object))
+                }
+            } else if try matchesCommitted(row) {
+                keepGoing = try body(.object(object))
+            }
+        } else if try matchesCommitted(row) {
+            keepGoing = try body(.row(entityIndex: entityIndex, row: row))
+        }
+    }
+
+    /// Whether `object`, as it is now, matches.
+    private func matches(_ object: ManagedObject) throws -> Bool {
+        if let (constraint, slot) = constraint, !constraint.isSatisfied(by: object._value(at: slot)) {
+            return false
+        }
+        return try predicate?(object) ?? true
+    }
+
+    /// Whether the committed row matches (read through the reusable object).
+    private mutating func matchesCommitted(_ row: RowReference) throws -> Bool {
+        if let (constraint, slot) = constraint, !constraint.isSatisfied(row: row.fields, slot: slot, layout: layout) {
+            return false
+        }
+        guard let predicate else { return true }
+        let probe: ManagedObject
+        if let scratch {
+            scratch._takeCommittedRow(row)
+            scratch._objectID = ObjectID(key: scratch._objectID.key, rawValue: row.primaryKey)
+            probe = scratch
+        } else {
+            probe = context.makeObject(entityIndex: entityIndex, reference: row)
+            scratch = probe
+        }
+        return try predicate(probe)
     }
 }

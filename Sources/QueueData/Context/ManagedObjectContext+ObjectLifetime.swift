@@ -108,65 +108,23 @@ extension ManagedObjectContext {
         let candidates = releaseCandidates
         releaseCandidates = []
         for (entityIndex, key) in candidates {
-            guard let index = registry[entityIndex].index(forKey: key) else { continue }
-            if Self.isUnreferenced(in: &registry[entityIndex].storage, at: index) {
-                registry[entityIndex].remove(at: index)
-            }
+            _ = registry[entityIndex].releaseIfUnreferenced(key: key, where: Self.hasNoPendingChanges)
         }
     }
 
-    /// Lets go of the unreferenced objects of one entity. When they are most of its objects
-    /// (a fetch whose result was dropped), the few kept are copied into a new identity map and
-    /// the old one is freed whole, instead of removing each object by its key.
+    /// Lets go of the unreferenced objects of one entity.
     private func releaseUnreferencedObjects(ofEntity entityIndex: Int) {
-        // Moved out of the context while it is walked: a local map is read without dynamic
+        // Moved out of the context while it is walked: a local map is changed without dynamic
         // exclusivity checks on the context's stored property.
-        var map = IdentityMap.Storage()
-        swap(&map, &registry[entityIndex].storage)
-        defer { swap(&map, &registry[entityIndex].storage) }
-        var releasedCount = 0
-        var index = map.startIndex
-        while index != map.endIndex {
-            if Self.isUnreferenced(in: &map, at: index) {
-                releasedCount += 1
-            }
-            map.formIndex(after: &index)
-        }
-        guard releasedCount > 0 else { return }
-        if releasedCount * 2 >= map.count {
-            // Retaining a kept object does not change whether the others are referenced.
-            var kept = IdentityMap.Storage(minimumCapacity: map.count - releasedCount)
-            index = map.startIndex
-            while index != map.endIndex {
-                if !Self.isUnreferenced(in: &map, at: index) {
-                    kept[map.keys[index]] = map.values[index]
-                }
-                map.formIndex(after: &index)
-            }
-            map = kept
-        } else {
-            var released: [ObjectKey] = []
-            released.reserveCapacity(releasedCount)
-            index = map.startIndex
-            while index != map.endIndex {
-                if Self.isUnreferenced(in: &map, at: index) {
-                    released.append(map.keys[index])
-                }
-                map.formIndex(after: &index)
-            }
-            for key in released {
-                map.removeValue(forKey: key)
-            }
-        }
+        var map = IdentityMap()
+        swap(&map, &registry[entityIndex])
+        defer { swap(&map, &registry[entityIndex]) }
+        _ = map.releaseUnreferenced(where: Self.hasNoPendingChanges)
     }
 
-    /// Whether the object at `index` of `map` has no pending changes and is referenced only
-    /// by `map` (the test needs the map's own reference: it must not be copied out first).
-    private static func isUnreferenced(
-        in map: inout IdentityMap.Storage,
-        at index: IdentityMap.Storage.Index
-    ) -> Bool {
-        guard isKnownUniquelyReferenced(&map.values[index]) else { return false }
-        return map.values[index]._state.isDisjoint(with: [.inserted, .updated, .deleted, .noted])
+    /// Whether `object` has no pending changes (so that, referenced by nothing but its
+    /// context's identity map, it can go).
+    private static func hasNoPendingChanges(_ object: ManagedObject) -> Bool {
+        object._state.isDisjoint(with: [.inserted, .updated, .deleted, .noted])
     }
 }
