@@ -5,11 +5,18 @@
 
 // Thread-local state for QueueData. Swift cannot declare thread-local variables, and
 // pthread_getspecific costs a library call; these are plain TLS loads once inlined.
+//
+// The initial-exec model makes each access one load relative to the thread pointer, where the
+// default model for code that may end up in a shared library calls __tls_get_addr. It needs the
+// variables in the executable or in a library loaded at startup (SwiftPM links QueueData
+// statically into executables and test bundles); a library opened with dlopen after startup
+// gets them from the static TLS surplus glibc keeps for that purpose.
+#define QD_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 
 /// The confinement token of the innermost context block running on this thread.
-extern _Thread_local const void *_Nullable qd_tls_confinement;
+extern QD_TLS const void *_Nullable qd_tls_confinement;
 /// The innermost frame of the chain of context blocks entered on this thread.
-extern _Thread_local const void *_Nullable qd_tls_confinement_frames;
+extern QD_TLS const void *_Nullable qd_tls_confinement_frames;
 /// What the attribute and relationship wrappers of an object under construction on this thread
 /// read: one thread-local structure, so that a wrapper's initializer finds it with one
 /// thread-local address computation.
@@ -29,9 +36,11 @@ typedef struct qd_construction {
     intptr_t field_count;
 } qd_construction;
 
-extern _Thread_local qd_construction qd_tls_construction;
+extern QD_TLS qd_construction qd_tls_construction;
 
-static inline const void *_Nullable qd_confinement_current(void) {
+/// `pure`: it reads memory and writes none, so Swift code that calls it (inlined into every
+/// attribute accessor) need not keep the objects it holds retained around the call.
+__attribute__((pure)) static inline const void *_Nullable qd_confinement_current(void) {
     return qd_tls_confinement;
 }
 

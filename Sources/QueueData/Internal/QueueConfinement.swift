@@ -1,4 +1,6 @@
-internal import CQueueDataShims
+// Public: the fast path of the check inlines into every attribute accessor, and reads the
+// thread-local token there.
+public import CQueueDataShims
 import Dispatch
 import Synchronization
 
@@ -13,11 +15,17 @@ import Synchronization
 /// The queue a context and its objects are confined to, and the check that enforces it.
 ///
 /// Every context owns one; each of its objects holds it strongly, so the check never needs
-/// the context itself. The check is a thread-local comparison when the code runs inside one
-/// of the context's own blocks (`perform`, `performAndWait`, a merge), and a
+/// the context itself. The check is a thread-local comparison, inlined, when the code runs
+/// inside one of the context's own blocks (`perform`, `performAndWait`, a merge), and a
 /// `DispatchQueue.getSpecific` lookup otherwise (a block the caller submitted to the queue
 /// directly). It checks the queue, never the thread: a block on `DispatchQueue.main` may run
 /// on a thread that is not the main thread.
+///
+/// An invalidated confinement (its context deallocated, its manager closed) is never marked
+/// current: a block that starts after the invalidation runs unmarked, so every check in it takes
+/// the slow path, which traps naming the reason; an invalidation from inside one of its blocks
+/// clears the mark on that thread at once. (A block already running on another thread when the
+/// manager closes finishes what it does; the next block traps.)
 ///
 /// `@unchecked Sendable`: every stored property is immutable except `state`, which is
 /// atomic, and `context`, a weak reference written once by the context's initializer
@@ -53,7 +61,7 @@ final class QueueConfinement: @unchecked Sendable {
     }
 
     /// The thread-local token that marks this confinement's blocks.
-    @usableFromInline
+    @inlinable
     var token: UnsafeRawPointer {
         UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }
@@ -62,6 +70,11 @@ final class QueueConfinement: @unchecked Sendable {
     func invalidate(_ reason: State) {
         state.store(reason.rawValue, ordering: .relaxed)
         queue.setSpecific(key: key, value: nil)
+        if qd_confinement_current() == token {
+            // Invalidated from inside one of its own blocks: the checks after this in the block
+            // must not take the fast path.
+            qd_confinement_set_current(nil)
+        }
     }
 
     /// Whether the confinement was invalidated.
@@ -72,8 +85,8 @@ final class QueueConfinement: @unchecked Sendable {
     /// Checks that the caller runs on the queue and that the confinement is still valid;
     /// traps with a message naming `subject` otherwise.
     ///
-    /// - Complexity: a thread-local load and an atomic load inside the context's own
-    ///   blocks; a `DispatchQueue.getSpecific` call elsewhere.
+    /// - Complexity: a thread-local load and a comparison inside the context's own blocks; a
+    ///   `DispatchQueue.getSpecific` call elsewhere.
     @inlinable @inline(__always)
     func check(_ subject: @autoclosure () -> String) {
         if !_isMarkedCurrent() && !_isConfinedSlowPath() {
@@ -81,15 +94,15 @@ final class QueueConfinement: @unchecked Sendable {
         }
     }
 
-    /// The fast path of `check`: the innermost context block on this thread is one of ours,
-    /// and the confinement is valid.
+    /// The fast path of `check`: the innermost context block on this thread is one of ours
+    /// (which implies the confinement is valid: only a valid one is ever marked current).
     ///
-    /// `@_effects(readonly)`: it only reads (thread-local and atomic state), which lets
-    /// inlined callers skip retaining the object they check around the call — an atomic load
-    /// in the caller itself would not. Its result is always used, so it is never removed.
-    @usableFromInline @_effects(readonly)
+    /// Inlined: one thread-local load (relative to the thread pointer, in the initial-exec
+    /// model) and a comparison with this confinement's address. (Reading the state here, an
+    /// atomic load, made the optimizer retain and release the object around every access.)
+    @inlinable @inline(__always)
     func _isMarkedCurrent() -> Bool {
-        qd_confinement_current() == token && state.load(ordering: .relaxed) == State.valid.rawValue
+        qd_confinement_current() == token
     }
 
     /// The slow path of `check`: the caller may run on the queue without being inside one of
@@ -159,6 +172,10 @@ final class QueueConfinement: @unchecked Sendable {
     /// the queue is not serial.
     @inline(__always)
     func withMarkedBlock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        guard isValid else {
+            // Unmarked: every check in it takes the slow path, and traps naming why.
+            return try body()
+        }
         let occupied = enter()
         defer { leave(occupied) }
         let previousToken = qd_confinement_current()
@@ -168,7 +185,8 @@ final class QueueConfinement: @unchecked Sendable {
             qd_confinement_set_frames(UnsafeRawPointer(pointer))
             qd_confinement_set_current(token)
             defer {
-                qd_confinement_set_current(previousToken)
+                // An outer block of this confinement stays unmarked if it was invalidated.
+                qd_confinement_set_current(previousToken == token && !isValid ? nil : previousToken)
                 qd_confinement_set_frames(previousFrames)
             }
             return try body()

@@ -101,6 +101,22 @@ struct CloseTests {
         manager.close()
     }
 
+    @Test("close() from inside a context's block: an object used after it in the same block traps")
+    func closeInsideABlockTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let manager = ContextManager(delegate: TestStoreDelegate(model: closeProbeModel))
+            let context = try manager.createContext()
+            context.performAndWait {
+                let probe = context.insert(CloseProbe.self)
+                probe.index = 1
+                manager.close()
+                probe.index = 2
+            }
+        }
+        let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(message.contains("after its ContextManager was closed"))
+    }
+
     @Test("close() with a block of the user's still queued: the block traps when it uses its context")
     func closeTrapsQueuedBlocks() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
