@@ -13,35 +13,43 @@ import Foundation
 /// an object. A predicate with any node outside the compiled set (`contains(where:)`,
 /// `allSatisfy`, division, casts, regexes, ...) is not compiled; the fetch then evaluates it as
 /// before. Tests compare both on thousands of random predicates and rows.
-struct CompiledPredicate<Object> {
+///
+/// The frame a compiled predicate is evaluated on is not generic (its root is an object): a
+/// generic one had its type's metadata looked up at run time on every evaluation.
+struct CompiledPredicate<Object: AnyObject> {
+    /// The compiled expression, on a frame whose root is an `Object`.
+    let evaluator: PredicateEvaluator<Bool>
+
     /// Whether `object` matches.
-    let matches: (Object) throws -> Bool
+    func matches(_ object: Object) throws -> Bool {
+        var frame = PredicateFrame(root: object)
+        return try evaluator(&frame)
+    }
 
     /// Compiles `predicate`, or returns `nil` when one of its nodes is not compiled.
     init?(_ predicate: Predicate<Object>) {
         guard let expression = predicate.expression as? any CompilablePredicateExpression<Bool> else { return nil }
-        let compiler = PredicateCompiler<Object>(root: predicate.variable.key)
-        guard let evaluate = expression.compiled(compiler) else { return nil }
-        matches = { object in
-            var frame = PredicateFrame(root: object)
-            return try evaluate(&frame)
-        }
+        let compiler = PredicateCompiler(root: predicate.variable.key, rootType: Object.self)
+        guard let evaluator = expression.compiled(compiler) else { return nil }
+        self.evaluator = evaluator
     }
 }
 
 /// What a compiled node reads its variables from: the object being matched, and the values
 /// bound by enclosing `flatMap`s.
-struct PredicateFrame<Root> {
-    let root: Root
+struct PredicateFrame {
+    let root: AnyObject
     var bound: [PredicateExpressions.VariableID: Any] = [:]
 }
 
 /// A compiled node: its value for one frame.
-typealias PredicateEvaluator<Root, Output> = (inout PredicateFrame<Root>) throws -> Output
+typealias PredicateEvaluator<Output> = (inout PredicateFrame) throws -> Output
 
-/// The variables a node may read: the predicate's own, and those bound by enclosing nodes.
-struct PredicateCompiler<Root> {
+/// The variables a node may read: the predicate's own (of class `rootType`), and those bound by
+/// enclosing nodes.
+struct PredicateCompiler {
     let root: PredicateExpressions.VariableID
+    let rootType: AnyObject.Type
     var bound: Set<PredicateExpressions.VariableID> = []
 
     func binding(_ variable: PredicateExpressions.VariableID) -> PredicateCompiler {
@@ -54,16 +62,16 @@ struct PredicateCompiler<Root> {
 /// A predicate expression that can be compiled to a closure.
 protocol CompilablePredicateExpression<Output>: PredicateExpression {
     /// The node as a closure, or `nil` if it (or a node below it) cannot be compiled.
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>?
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>?
 }
 
 // MARK: Leaves
 
 extension PredicateExpressions.Variable: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         if key == compiler.root {
-            guard Root.self == Output.self else { return nil }
-            // The same type: the cast is an identity.
+            guard compiler.rootType == Output.self else { return nil }
+            // The root's class: the cast is an identity.
             return { frame in unsafeBitCast(frame.root, to: Output.self) }
         }
         guard compiler.bound.contains(key) else { return nil }
@@ -73,7 +81,7 @@ extension PredicateExpressions.Variable: CompilablePredicateExpression {
 }
 
 extension PredicateExpressions.KeyPath: CompilablePredicateExpression where Root: CompilablePredicateExpression {
-    func compiled<Frame>(_ compiler: PredicateCompiler<Frame>) -> PredicateEvaluator<Frame, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         guard let root = root.compiled(compiler) else { return nil }
         let keyPath = self.keyPath
         return { frame in try root(&frame)[keyPath: keyPath] }
@@ -81,14 +89,14 @@ extension PredicateExpressions.KeyPath: CompilablePredicateExpression where Root
 }
 
 extension PredicateExpressions.Value: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         let value = self.value
         return { _ in value }
     }
 }
 
 extension PredicateExpressions.NilLiteral: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         { _ in nil }
     }
 }
@@ -97,7 +105,7 @@ extension PredicateExpressions.NilLiteral: CompilablePredicateExpression {
 
 extension PredicateExpressions.Equal: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         return { frame in try lhs(&frame) == rhs(&frame) }
     }
@@ -105,7 +113,7 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 
 extension PredicateExpressions.NotEqual: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         return { frame in try lhs(&frame) != rhs(&frame) }
     }
@@ -113,7 +121,7 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 
 extension PredicateExpressions.Comparison: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         switch op {
         case .lessThan: return { frame in try lhs(&frame) < rhs(&frame) }
@@ -129,7 +137,7 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 
 extension PredicateExpressions.Conjunction: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         return { frame in try lhs(&frame) && rhs(&frame) }
     }
@@ -137,14 +145,14 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 
 extension PredicateExpressions.Disjunction: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         return { frame in try lhs(&frame) || rhs(&frame) }
     }
 }
 
 extension PredicateExpressions.Negation: CompilablePredicateExpression where Wrapped: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let wrapped = wrapped.compiled(compiler) else { return nil }
         return { frame in try !wrapped(&frame) }
     }
@@ -152,7 +160,7 @@ extension PredicateExpressions.Negation: CompilablePredicateExpression where Wra
 
 extension PredicateExpressions.Conditional: CompilablePredicateExpression
 where Test: CompilablePredicateExpression, If: CompilablePredicateExpression, Else: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         guard let test = test.compiled(compiler), let trueBranch = trueBranch.compiled(compiler),
             let falseBranch = falseBranch.compiled(compiler)
         else { return nil }
@@ -164,7 +172,7 @@ where Test: CompilablePredicateExpression, If: CompilablePredicateExpression, El
 
 extension PredicateExpressions.NilCoalesce: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         return { frame in try lhs(&frame) ?? rhs(&frame) }
     }
@@ -172,7 +180,7 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 
 extension PredicateExpressions.OptionalFlatMap: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         guard let wrapped = wrapped.compiled(compiler),
             let transform = transform.compiled(compiler.binding(variable.key))
         else { return nil }
@@ -191,7 +199,7 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 
 extension PredicateExpressions.SequenceContains: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let sequence = sequence.compiled(compiler), let element = element.compiled(compiler) else {
             return nil
         }
@@ -205,7 +213,7 @@ where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
 
 extension PredicateExpressions.SequenceStartsWith: CompilablePredicateExpression
 where Base: CompilablePredicateExpression, Prefix: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let base = base.compiled(compiler), let prefix = prefix.compiled(compiler) else { return nil }
         return { frame in try base(&frame).starts(with: prefix(&frame)) }
     }
@@ -213,7 +221,7 @@ where Base: CompilablePredicateExpression, Prefix: CompilablePredicateExpression
 
 extension PredicateExpressions.CollectionContainsCollection: CompilablePredicateExpression
 where Base: CompilablePredicateExpression, Other: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Bool>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Bool>? {
         guard let base = base.compiled(compiler), let other = other.compiled(compiler) else { return nil }
         return { frame in try base(&frame).contains(other(&frame)) }
     }
@@ -222,7 +230,7 @@ where Base: CompilablePredicateExpression, Other: CompilablePredicateExpression 
 // MARK: Arithmetic
 
 extension PredicateExpressions.UnaryMinus: CompilablePredicateExpression where Wrapped: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         guard let wrapped = wrapped.compiled(compiler) else { return nil }
         return { frame in try -wrapped(&frame) }
     }
@@ -230,7 +238,7 @@ extension PredicateExpressions.UnaryMinus: CompilablePredicateExpression where W
 
 extension PredicateExpressions.Arithmetic: CompilablePredicateExpression
 where LHS: CompilablePredicateExpression, RHS: CompilablePredicateExpression {
-    func compiled<Root>(_ compiler: PredicateCompiler<Root>) -> PredicateEvaluator<Root, Output>? {
+    func compiled(_ compiler: PredicateCompiler) -> PredicateEvaluator<Output>? {
         guard let lhs = lhs.compiled(compiler), let rhs = rhs.compiled(compiler) else { return nil }
         switch op {
         case .add: return { frame in try lhs(&frame) + rhs(&frame) }

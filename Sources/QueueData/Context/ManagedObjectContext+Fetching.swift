@@ -237,10 +237,7 @@ extension ManagedObjectContext {
         } else {
             snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
         }
-        let predicate = request.predicate.map(matcher(for:))
-        let objectPredicate = predicate.map { predicate in
-            { (object: ManagedObject) throws -> Bool in try predicate(unsafeDowncast(object, to: Result.self)) }
-        }
+        let objectPredicate = request.predicate.map(objectMatcher(for:))
         let constraint = request.attributeConstraint
         for (position, (entityIndex, snapshot)) in zip(entityIndexes, snapshots).enumerated() {
             let slot = constraint?.slot(in: model.entities[entityIndex])
@@ -311,7 +308,7 @@ extension ManagedObjectContext {
             {
                 continue
             }
-            if try predicate?(unsafeDowncast(object, to: Result.self)) ?? true {
+            if try objectPredicate?(object) ?? true {
                 guard try body(.object(object)) else { return }
             }
         }
@@ -319,11 +316,24 @@ extension ManagedObjectContext {
 
     /// How a fetch matches objects against `predicate`: compiled to a closure when every node of
     /// it can be (see ``CompiledPredicate``), otherwise with Foundation's `evaluate`.
-    func matcher<Result>(for predicate: Predicate<Result>) -> (Result) throws -> Bool {
+    func matcher<Result: ManagedObject>(for predicate: Predicate<Result>) -> (Result) throws -> Bool {
         if compilesPredicates, let compiled = CompiledPredicate(predicate) {
             return compiled.matches
         }
         return predicate.evaluate
+    }
+
+    /// ``matcher(for:)`` on objects known to be of class `Result`: a compiled predicate's
+    /// evaluator called directly, without a closure of the generic type in between.
+    func objectMatcher<Result: ManagedObject>(for predicate: Predicate<Result>) -> (ManagedObject) throws -> Bool {
+        if compilesPredicates, let compiled = CompiledPredicate(predicate) {
+            let evaluator = compiled.evaluator
+            return { object in
+                var frame = PredicateFrame(root: object)
+                return try evaluator(&frame)
+            }
+        }
+        return { object in try predicate.evaluate(unsafeDowncast(object, to: Result.self)) }
     }
 
     private func countWithoutPredicate<Result>(_ request: FetchRequest<Result>) throws -> Int {

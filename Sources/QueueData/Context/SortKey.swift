@@ -156,7 +156,11 @@ extension SortKey {
             return SortKey.order(of: values, descending: descending)
         }
         switch keys.first {
-        case .string: return order { if case .string(let value) = $0 { value } else { nil } }
+        case .string:
+            if let packed = packedASCII(keys) {
+                return SortKey.order(of: packed, descending: descending)
+            }
+            return order { if case .string(let value) = $0 { value } else { nil } }
         case .integer: return order { if case .integer(let value) = $0 { value } else { nil } }
         case .double: return order { if case .double(let value) = $0 { value } else { nil } }
         case .date: return order { if case .date(let value) = $0 { value } else { nil } }
@@ -165,6 +169,18 @@ extension SortKey {
         case .uuid: return order { if case .uuid(let value) = $0 { value } else { nil } }
         default: return nil
         }
+    }
+
+    /// The string keys as `PackedASCII` values, if every key is a string of at most 16 ASCII
+    /// bytes; `nil` otherwise.
+    private static func packedASCII(_ keys: [SortKey]) -> [PackedASCII]? {
+        var packed: [PackedASCII] = []
+        packed.reserveCapacity(keys.count)
+        for key in keys {
+            guard case .string(var string) = key, let value = PackedASCII(&string) else { return nil }
+            packed.append(value)
+        }
+        return packed
     }
 
     /// The stable order of `values`: what `compare` and the tie-break by position decide.
@@ -215,5 +231,43 @@ extension Array {
             return left.offset < right.offset
         }
         self = sorted.map(\.element)
+    }
+}
+
+/// A string of at most 16 ASCII bytes as two big-endian words (zero-padded) and its length:
+/// ordered as the string is (Swift orders strings by their Unicode scalars, which for ASCII are
+/// the bytes; a string that is a prefix of another sorts first, which the zero padding and the
+/// length decide), with two integer comparisons instead of a string comparison.
+struct PackedASCII: Comparable {
+    let high: UInt64
+    let low: UInt64
+    let count: UInt8
+
+    /// `string` packed, or `nil` if it is longer than 16 bytes or not ASCII.
+    init?(_ string: inout String) {
+        guard string.utf8.count <= 16 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        let isASCII = string.withUTF8 { bytes -> Bool in
+            for (index, byte) in bytes.enumerated() {
+                guard byte < 0x80 else { return false }
+                if index < 8 {
+                    high |= UInt64(byte) << (56 - 8 * index)
+                } else {
+                    low |= UInt64(byte) << (56 - 8 * (index - 8))
+                }
+            }
+            return true
+        }
+        guard isASCII else { return nil }
+        self.high = high
+        self.low = low
+        self.count = UInt8(string.utf8.count)
+    }
+
+    static func < (lhs: PackedASCII, rhs: PackedASCII) -> Bool {
+        if lhs.high != rhs.high { return lhs.high < rhs.high }
+        if lhs.low != rhs.low { return lhs.low < rhs.low }
+        return lhs.count < rhs.count
     }
 }

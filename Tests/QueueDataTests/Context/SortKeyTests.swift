@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+@testable import QueueData
+
+/// Sort keys order as `SortDescriptor` orders their values.
+@Suite("Sort keys")
+struct SortKeyTests {
+    @Test("short ASCII strings packed into words order as the strings do, and others are not packed")
+    func packedASCIIOrdersAsStrings() {
+        var generator = SeededGenerator(seed: 41)
+        // Few letters, NULs and prefixes of each other: many ties and near-ties.
+        let alphabet: [Character] = ["\u{0}", "a", "b", "B", " ", "~", "0"]
+        func random() -> String {
+            String(
+                (0..<Int.random(in: 0...17, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+        }
+        for _ in 0..<20_000 {
+            var lhs = random()
+            var rhs =
+                Bool.random(using: &generator)
+                ? String(lhs.prefix(Int.random(in: 0...lhs.count, using: &generator))) : random()
+            if Bool.random(using: &generator) {
+                swap(&lhs, &rhs)
+            }
+            let (left, right) = (lhs, rhs)
+            guard let packedLeft = PackedASCII(&lhs), let packedRight = PackedASCII(&rhs) else {
+                #expect(left.utf8.count > 16 || right.utf8.count > 16)
+                continue
+            }
+            #expect(
+                (packedLeft < packedRight) == (left < right), "\(left.debugDescription) < \(right.debugDescription)")
+            #expect((packedLeft == packedRight) == (left == right))
+        }
+        var accented = "é"
+        var long = String(repeating: "a", count: 17)
+        #expect(PackedASCII(&accented) == nil)
+        #expect(PackedASCII(&long) == nil)
+    }
+
+    @Test("one-column string orders agree with sorting the strings, packed or not", arguments: [false, true])
+    func stringOrders(descending: Bool) {
+        var generator = SeededGenerator(seed: descending ? 3 : 4)
+        for round in 0..<200 {
+            let pool = ["", "a", "ab", "abc", "b", "B", "a\u{0}", "zz", "é", String(repeating: "q", count: 20)]
+            let strings = (0..<Int.random(in: 0...40, using: &generator)).map { _ in
+                // Every other round only ASCII of up to 16 bytes: the packed path.
+                round % 2 == 0
+                    ? pool.prefix(8).randomElement(using: &generator)! : pool.randomElement(using: &generator)!
+            }
+            let order = SortKey.order(keys: strings.map(SortKey.string), columns: 1, reversed: [descending])
+            let expected = strings.indices.sorted { left, right in
+                if strings[left] != strings[right] {
+                    return descending ? strings[left] > strings[right] : strings[left] < strings[right]
+                }
+                return left < right
+            }
+            #expect(order == expected, "round \(round): \(strings)")
+        }
+    }
+}
