@@ -12,7 +12,9 @@
 // (`age > 50` sorted by name), top (the first 20 of that), count (`age > 50`), get (sum the
 // ages of every fetched object 10 times, fetch included), set (set every fetched object's age
 // once, fetch included), journal (insert + durable save into a journal store), write (a journal
-// store of N records in DIR, then exit), open (open the journal store in DIR and close it).
+// store of N records in DIR, then exit), open (open the journal store in DIR and close it), lookup
+// (1,000 fetches of one record by an indexed code, in one block, in a store of N: its per-lookup
+// cost is a run's total less a `lookup-seed` run's, over 1,000).
 
 import Foundation
 import QueueData
@@ -22,6 +24,22 @@ final class Record: ManagedObject {
     @Attribute var age: Int = 0
     @Attribute var score: Double = 0
     @Attribute var created: Date = Date(timeIntervalSinceReferenceDate: 0)
+}
+
+final class Coded: ManagedObject {
+    @Attribute(.indexed) var code: String = ""
+    @Attribute var age: Int = 0
+}
+
+struct CodedStore: ContextManagerDelegate {
+    var managedObjectModel: ManagedObjectModel { ManagedObjectModel([Coded.self]) }
+    var persistentStoreName: String { "Coded" }
+    var persistentStoreType: StoreType { .inMemory }
+}
+
+/// The code of record `index`.
+func code(_ index: Int) -> String {
+    "SKU-" + String(index + 100_000_000)
 }
 
 struct Store: ContextManagerDelegate {
@@ -73,6 +91,33 @@ let workload = arguments[1]
 let directory = URL(fileURLWithPath: arguments.count > 3 ? arguments[3] : NSTemporaryDirectory())
 
 switch workload {
+case "lookup", "lookup-seed":
+    let manager = ContextManager(delegate: CodedStore())
+    let loader = try manager.createContext()
+    try loader.performAndWait {
+        for index in 0..<count {
+            let record = loader.insert(Coded.self)
+            record.code = code(index)
+            record.age = index % 100
+        }
+        try loader.save()
+    }
+    let context = try manager.createContext()
+    try context.performAndWait {
+        var state: UInt64 = 12345
+        for _ in 0..<1_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1
+            let wanted = code(Int(state >> 33) % count)
+            if workload == "lookup" {
+                let found = try context.fetch(FetchRequest<Coded>(where: "code", equals: wanted))
+                precondition(found.count == 1)
+                blackHole(found[0].age)
+            } else {
+                blackHole(wanted)
+            }
+        }
+    }
+    manager.close()
 case "write":
     let manager = ContextManager(delegate: Store(type: .journal, directory: directory))
     try seed(manager, count)

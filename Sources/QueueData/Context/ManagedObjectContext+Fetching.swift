@@ -91,6 +91,11 @@ extension ManagedObjectContext {
         if Result.self == ManagedObject.self {
             return unsafeBitCast(objects, to: [Result].self)
         }
+        guard !objects.isEmpty else {
+            // (With no capacity, the initializer below writes a count of 0 into the empty-array
+            // singleton every empty array shares: harmless, but a data race to ThreadSanitizer.)
+            return []
+        }
         return [Result](unsafeUninitializedCapacity: objects.count) { buffer, initialized in
             objects.withUnsafeBufferPointer { source in
                 for index in source.indices {
