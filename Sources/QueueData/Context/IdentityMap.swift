@@ -24,6 +24,9 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
     private var pages: [Page?] = []
     /// The objects whose keys are not paged.
     private var others: [ObjectKey: ManagedObject] = [:]
+    /// How many keys of `others` are positive (the ones the pages may grow over: the others are
+    /// temporary keys).
+    private var positiveOthers = 0
     /// How many objects are registered.
     private(set) var count = 0
 
@@ -52,9 +55,11 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
                 if let newValue {
                     if others.updateValue(newValue, forKey: ObjectKey(key)) == nil {
                         count += 1
+                        positiveOthers += key > 0 ? 1 : 0
                     }
                 } else if others.removeValue(forKey: ObjectKey(key)) != nil {
                     count -= 1
+                    positiveOthers -= key > 0 ? 1 : 0
                 }
                 return
             }
@@ -100,10 +105,12 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
         let oldLimit = Int64(pages.count) << Self.pageShift
         pages.append(
             contentsOf: repeatElement(nil, count: Swift.min(Swift.max(needed, pages.count * 2), allowed) - pages.count))
+        guard positiveOthers > 0 else { return }
         let moving = others.filter { $0.key.rawValue >= oldLimit && isPaged($0.key.rawValue) }
         for (key, object) in moving {
             others[key] = nil
             count -= 1
+            positiveOthers -= 1
             self[key.rawValue] = object
         }
     }
@@ -166,6 +173,7 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
             }
             for key in releasedKeys {
                 others[key] = nil
+                positiveOthers -= key.rawValue > 0 ? 1 : 0
             }
             released += releasedKeys.count
         }
@@ -182,6 +190,7 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
             else { return false }
             others.remove(at: index)
             count -= 1
+            positiveOthers -= key > 0 ? 1 : 0
             return true
         }
         let pageIndex = Int(key >> Self.pageShift)
