@@ -128,6 +128,9 @@ extension ManagedObjectContext {
             if object._state.contains(.detached) {
                 register(object)
                 registeredHere.append(object)
+                // Its row is from the enumeration's snapshot, which a save since `body` started
+                // may have made old: not known to be current.
+                currentRowsToken[object._objectID.key.entityIndex!] = nil
             }
             try body(unsafeDowncast(object, to: Result.self))
         }

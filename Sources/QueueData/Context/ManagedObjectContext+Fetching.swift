@@ -282,9 +282,8 @@ extension ManagedObjectContext {
                 }
                 if request.includesPendingChanges {
                     // Unsaved values (and merges not yet taken) are in the objects, not the index.
-                    for (key, object) in scan.registered where constraint.isSatisfied(by: object._value(at: slot)) {
-                        keys.insert(key)
-                    }
+                    addRegisteredKeys(
+                        satisfying: constraint, slot: slot, entityIndex: entityIndex, snapshot: snapshot, to: &keys)
                 }
                 for key in keys.sorted() {
                     guard scan.keepGoing else { break }
@@ -316,6 +315,45 @@ extension ManagedObjectContext {
             if try objectPredicate?(object) ?? true {
                 guard try body(.object(object)) else { return }
             }
+        }
+    }
+
+    /// Adds to `keys` the registered objects of an entity whose values satisfy `constraint` now
+    /// (values an index of the committed rows does not know).
+    ///
+    /// Those are among the objects with unsaved changes, and the objects holding an older row
+    /// than `snapshot`'s (a merge not taken yet). Whether there are any of the latter is known
+    /// without looking at every object while the table's update token is the one the context
+    /// last found every object current with; otherwise every object is looked at, and the token
+    /// noted when all of them are current.
+    private func addRegisteredKeys(
+        satisfying constraint: AttributeConstraint,
+        slot: Int,
+        entityIndex: Int,
+        snapshot: TableSnapshot,
+        to keys: inout Set<Int64>
+    ) {
+        if let token = snapshot.updateToken, currentRowsToken[entityIndex] === token {
+            for object in pendingUpdates
+            where Self.isPendingUpdate(object) && object._objectID.key.entityIndex == entityIndex
+                && constraint.isSatisfied(by: object._value(at: slot))
+            {
+                keys.insert(object._objectID.rawValue)
+            }
+            return
+        }
+        var allCurrent = true
+        for (key, object) in registry[entityIndex] {
+            if constraint.isSatisfied(by: object._value(at: slot)) {
+                keys.insert(key)
+            }
+            // A row deleted since does not count: no lookup finds it.
+            if allCurrent, key > 0, let row = snapshot.reference(for: key), row.version != object._snapshotVersion {
+                allCurrent = false
+            }
+        }
+        if allCurrent {
+            currentRowsToken[entityIndex] = snapshot.updateToken
         }
     }
 

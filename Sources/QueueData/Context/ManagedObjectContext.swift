@@ -61,6 +61,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @exclusivity(unchecked) var pendingInserts: [ManagedObject] = []
     @exclusivity(unchecked) var pendingUpdates: [ManagedObject] = []
     @exclusivity(unchecked) var pendingDeletes: [ManagedObject] = []
+    /// For each entity, the ``EntityTable/updateToken`` of the last snapshot every registered
+    /// object without unsaved changes was found to hold the row of (`nil`: not known). While a
+    /// snapshot still has that token, a lookup in an index needs to look at the objects with
+    /// unsaved changes only, not at every registered one.
+    var currentRowsToken: [EntityTable.UpdateToken?]
     /// Objects inserted, changed or deleted since the last ``processPendingChanges()``, each
     /// once (an object's `.noted` state says it is listed; deleted objects are listed by
     /// `delete`). What they report is decided by their state when the changes are processed.
@@ -119,6 +124,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         self.onDeinit = onDeinit
         self.confinement = QueueConfinement(queue: queue, contextName: name)
         self.registry = Array(repeating: [:], count: coordinator.model.entities.count)
+        self.currentRowsToken = Array(repeating: nil, count: coordinator.model.entities.count)
         confinement.context = self
         if observesSaves {
             startObservingSaves()

@@ -47,6 +47,14 @@ struct EntityTable: Sendable {
     var nextPrimaryKey: Int64 = 1
     /// The indexes of the entity's indexed columns, following every change of the live rows.
     private(set) var indexes: [ColumnIndex] = []
+    /// Replaced by a new token when a row that was live or deleted takes new values while a
+    /// snapshot holds the old token: a context that found every object it holds current with
+    /// a snapshot's token knows they still are while the token stays the same (see
+    /// `ManagedObjectContext.forEachCandidate`). Inserted rows keep it: no object holds them.
+    private(set) var updateToken = UpdateToken()
+
+    /// Identifies a state of a table's existing rows (compared by identity).
+    final class UpdateToken: Sendable {}
 
     /// An empty table of rows laid out by `layout`.
     init(layout: RowLayout) {
@@ -55,7 +63,16 @@ struct EntityTable: Sendable {
 
     /// The rows as they are now, unaffected by later commits.
     var snapshot: TableSnapshot {
-        TableSnapshot(layout: layout, blocks: blocks, liveCount: liveCount, indexes: indexes, storedCount: storedCount)
+        TableSnapshot(
+            layout: layout, blocks: blocks, liveCount: liveCount, indexes: indexes, storedCount: storedCount,
+            updateToken: updateToken)
+    }
+
+    /// Notes that an existing row changes (see ``updateToken``).
+    private mutating func noteRowUpdate() {
+        if !isKnownUniquelyReferenced(&updateToken) {
+            updateToken = UpdateToken()
+        }
     }
 
     /// Starts indexing `columns` (of the rows already in the table too).
@@ -165,6 +182,7 @@ struct EntityTable: Sendable {
         guard let position = position(of: row.primaryKey), locate(position).block.isLive(locate(position).index) else {
             preconditionFailure("QueueData: no committed row \(row.primaryKey) to replace")
         }
+        noteRowUpdate()
         let (block, index) = writableBlock(at: position)
         if !indexes.isEmpty {
             removeFromIndexes(block, index)
@@ -184,6 +202,7 @@ struct EntityTable: Sendable {
     ///
     /// - Returns: The restored row.
     mutating func restore(primaryKey: Int64, values: [StoredValue], versionAtLeast: Int64) -> CommittedRow {
+        noteRowUpdate()
         if let position = position(of: primaryKey) {
             let (block, index) = writableBlock(at: position)
             precondition(!block.isLive(index), "QueueData: row \(primaryKey) is not deleted")
@@ -335,6 +354,7 @@ struct EntityTable: Sendable {
         let old = blocks
         let next = nextPrimaryKey
         let indexes = self.indexes
+        let updateToken = self.updateToken
         self = EntityTable(layout: layout)
         self.indexes = []
         for group in old {
@@ -345,8 +365,9 @@ struct EntityTable: Sendable {
             }
         }
         nextPrimaryKey = next
-        // The live rows are the same: so are their indexes.
+        // The live rows are the same: so are their indexes, and the objects current with them.
         self.indexes = indexes
+        self.updateToken = updateToken
     }
 }
 
@@ -361,6 +382,8 @@ struct TableSnapshot: Sendable {
     var indexes: [ColumnIndex] = []
     /// The number of rows in `blocks`, tombstones included.
     var storedCount = 0
+    /// The table's ``EntityTable/updateToken`` when it had these rows.
+    var updateToken: EntityTable.UpdateToken?
 
     static let empty = TableSnapshot(layout: nil, blocks: [], liveCount: 0)
 
