@@ -56,6 +56,10 @@ static inline void qd_confinement_set_frames(const void *_Nullable frames) {
     qd_tls_confinement_frames = frames;
 }
 
+/// The dispatch queue whose block the calling thread runs (the innermost one), or a global queue
+/// outside any block: libdispatch's `dispatch_get_current_queue`, a thread-local read.
+const void *_Nullable qd_current_dispatch_queue(void);
+
 /// The construction state of this thread.
 static inline qd_construction qd_construction_get(void) {
     return qd_tls_construction;

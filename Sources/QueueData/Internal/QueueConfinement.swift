@@ -16,9 +16,9 @@ import Synchronization
 ///
 /// Every context owns one; each of its objects holds it strongly, so the check never needs
 /// the context itself. The check is a thread-local comparison, inlined, when the code runs
-/// inside one of the context's own blocks (`perform`, `performAndWait`, a merge), and a
-/// `DispatchQueue.getSpecific` lookup otherwise (a block the caller submitted to the queue
-/// directly). It checks the queue, never the thread: a block on `DispatchQueue.main` may run
+/// inside one of the context's own blocks (`perform`, `performAndWait`, a merge), and otherwise
+/// (a block the caller submitted to the queue directly) a comparison of libdispatch's current
+/// queue with the context's, then a `DispatchQueue.getSpecific` lookup. It checks the queue, never the thread: a block on `DispatchQueue.main` may run
 /// on a thread that is not the main thread.
 ///
 /// An invalidated confinement (its context deallocated, its manager closed) is never marked
@@ -53,11 +53,22 @@ final class QueueConfinement: @unchecked Sendable {
     /// The thread inside one of this confinement's blocks (0 when none): two threads inside
     /// at once means the queue is not serial.
     private let occupant = Atomic<UInt>(0)
+    /// The address of `queue`'s libdispatch queue, as `qd_current_dispatch_queue()` returns it
+    /// in the queue's own blocks (0 until a first block learns it): a block running on the
+    /// queue without being one of the context's (`queue.sync { … }`) is confirmed by comparing
+    /// it, before asking `DispatchQueue.getSpecific`. The confinement holds the queue, so the
+    /// address is never another queue's.
+    private let queueAddress = Atomic<UInt>(0)
 
     init(queue: DispatchQueue, contextName: String) {
         self.queue = queue
         self.contextName = contextName
         queue.setSpecific(key: key, value: self)
+        // Learned in a block submitted to the queue itself: inside a block of a queue that
+        // targets this one (which `getSpecific` also admits) the current queue is that other one.
+        queue.async { [weak self] in
+            self?.queueAddress.store(UInt(bitPattern: qd_current_dispatch_queue()), ordering: .relaxed)
+        }
     }
 
     /// The thread-local token that marks this confinement's blocks.
@@ -114,6 +125,10 @@ final class QueueConfinement: @unchecked Sendable {
     @usableFromInline @_effects(readonly)
     func _isConfinedSlowPath() -> Bool {
         guard isValid else { return false }
+        let address = queueAddress.load(ordering: .relaxed)
+        if address != 0, UInt(bitPattern: qd_current_dispatch_queue()) == address {
+            return true
+        }
         if DispatchQueue.getSpecific(key: key) === self {
             return true
         }

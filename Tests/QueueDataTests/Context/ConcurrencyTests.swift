@@ -85,6 +85,32 @@ struct ConcurrencyTests {
         }
     }
 
+    @Test("objects are usable in plain blocks on their queue and on a queue that targets it, from many threads")
+    func plainBlocksOnTheQueue() throws {
+        let manager = makeManager()
+        let queue = DispatchQueue(label: "plain-owner")
+        let context = try manager.createContext(for: queue)
+        let inner = DispatchQueue(label: "plain-inner", target: queue)
+        let box = ObjectBox()
+        context.performAndWait { box.object = context.insert(Destination.self) }
+        let group = DispatchGroup()
+        for round in 0..<400 {
+            // Some before the queue's first plain block has run, most after; from other threads
+            // through sync and async, directly and through the queue that targets it.
+            let target = round % 3 == 0 ? inner : queue
+            if round % 2 == 0 {
+                target.async(group: group) { (box.object as! Destination).rating += 1 }
+            } else {
+                DispatchQueue.global().async(group: group) {
+                    target.sync { (box.object as! Destination).rating += 1 }
+                }
+            }
+        }
+        group.wait()
+        #expect(queue.sync { (box.object as! Destination).rating } == 400)
+        #expect(inner.sync { context.insertedObjects.count } == 1)
+    }
+
     @Test("perform runs blocks in order, and the async form returns values and rethrows errors")
     func performVariants() async throws {
         let context = try makeContext(makeManager(), "perform")
