@@ -113,7 +113,8 @@ final class QueueConfinement: @unchecked Sendable {
     /// atomic load, made the optimizer retain and release the object around every access.)
     @inlinable @inline(__always)
     func _isMarkedCurrent() -> Bool {
-        qd_confinement_current() == token
+        // Compared as integers: comparing optionals tested the thread-local for `nil` first.
+        UInt(bitPattern: qd_confinement_current()) == UInt(bitPattern: token)
     }
 
     /// The slow path of `check`: the caller may run on the queue without being inside one of
