@@ -38,9 +38,13 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// ``ManagedObjectContext/enumerate(_:batchSize:_:)`` for batches).
     public var fetchBatchSize: Int = 0
     /// A requirement on one stored attribute, by name, besides ``predicate``: its value must be
-    /// one of a list. Answered from the attribute's index when it is indexed
-    /// (``AttributeOptions/indexed``) or unique, without scanning the entity's rows. Set it with
-    /// ``init(where:equals:predicate:sortBy:)`` or ``init(where:in:predicate:sortBy:)``.
+    /// one of a list, lie in a range, or start with a prefix. Answered from the attribute's index
+    /// when it is indexed (``AttributeOptions/indexed``) or unique, without scanning the entity's
+    /// rows. Set it with ``init(where:equals:predicate:sortBy:)``,
+    /// ``init(where:in:predicate:sortBy:)-(_,[Value],_,_)``, a range
+    /// (``init(where:in:predicate:sortBy:)-(_,ClosedRange<Value>,_,_)`` and the other range
+    /// forms) or
+    /// ``init(where:startsWith:predicate:sortBy:)``.
     public var attributeConstraint: AttributeConstraint?
 
     /// Creates a fetch request.
@@ -97,6 +101,105 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
             stored.append(value.storedValue)
         }
         attributeConstraint = AttributeConstraint(attributeName: attributeName, values: stored)
+    }
+
+    /// Creates a fetch request for the objects whose attribute `attributeName` lies in `range`
+    /// (and that match `predicate`, if any): Core Data's
+    /// `NSPredicate(format: "rating BETWEEN {3, 5}")`.
+    ///
+    /// ```swift
+    /// let request = FetchRequest<Destination>(where: "rating", in: 3...5, sortBy: [SortDescriptor(\.rating)])
+    /// ```
+    ///
+    /// Values compare as the `<` of the attribute's type orders them (integers, `Double`,
+    /// `Float`, `Date` and `String`; another type traps); an attribute that is `nil`, or a NaN,
+    /// is never in a range. When the attribute is indexed or unique, the fetch reads the rows
+    /// in the range from the index instead of evaluating every row.
+    public init<Value: AttributeValue & Comparable>(
+        where attributeName: String,
+        in range: ClosedRange<Value>,
+        predicate: Predicate<Result>? = nil,
+        sortBy sortDescriptors: [SortDescriptor<Result>] = []
+    ) {
+        self.init(predicate: predicate, sortBy: sortDescriptors)
+        attributeConstraint = AttributeConstraint(
+            attributeName: attributeName, lowerBound: range.lowerBound.storedValue,
+            upperBound: range.upperBound.storedValue)
+    }
+
+    /// Creates a fetch request for the objects whose attribute `attributeName` lies in `range`,
+    /// its upper bound excluded. See ``init(where:in:predicate:sortBy:)-(_,ClosedRange<Value>,_,_)``.
+    public init<Value: AttributeValue & Comparable>(
+        where attributeName: String,
+        in range: Range<Value>,
+        predicate: Predicate<Result>? = nil,
+        sortBy sortDescriptors: [SortDescriptor<Result>] = []
+    ) {
+        self.init(predicate: predicate, sortBy: sortDescriptors)
+        attributeConstraint = AttributeConstraint(
+            attributeName: attributeName, lowerBound: range.lowerBound.storedValue,
+            upperBound: range.upperBound.storedValue, includesUpperBound: false)
+    }
+
+    /// Creates a fetch request for the objects whose attribute `attributeName` is at least
+    /// `range.lowerBound` (`where: "rating", in: 3...`).
+    public init<Value: AttributeValue & Comparable>(
+        where attributeName: String,
+        in range: PartialRangeFrom<Value>,
+        predicate: Predicate<Result>? = nil,
+        sortBy sortDescriptors: [SortDescriptor<Result>] = []
+    ) {
+        self.init(predicate: predicate, sortBy: sortDescriptors)
+        attributeConstraint = AttributeConstraint(
+            attributeName: attributeName, lowerBound: range.lowerBound.storedValue, upperBound: nil)
+    }
+
+    /// Creates a fetch request for the objects whose attribute `attributeName` is at most
+    /// `range.upperBound` (`where: "rating", in: ...3`).
+    public init<Value: AttributeValue & Comparable>(
+        where attributeName: String,
+        in range: PartialRangeThrough<Value>,
+        predicate: Predicate<Result>? = nil,
+        sortBy sortDescriptors: [SortDescriptor<Result>] = []
+    ) {
+        self.init(predicate: predicate, sortBy: sortDescriptors)
+        attributeConstraint = AttributeConstraint(
+            attributeName: attributeName, lowerBound: nil, upperBound: range.upperBound.storedValue)
+    }
+
+    /// Creates a fetch request for the objects whose attribute `attributeName` is below
+    /// `range.upperBound` (`where: "rating", in: ..<3`).
+    public init<Value: AttributeValue & Comparable>(
+        where attributeName: String,
+        in range: PartialRangeUpTo<Value>,
+        predicate: Predicate<Result>? = nil,
+        sortBy sortDescriptors: [SortDescriptor<Result>] = []
+    ) {
+        self.init(predicate: predicate, sortBy: sortDescriptors)
+        attributeConstraint = AttributeConstraint(
+            attributeName: attributeName, lowerBound: nil, upperBound: range.upperBound.storedValue,
+            includesUpperBound: false)
+    }
+
+    /// Creates a fetch request for the objects whose string attribute `attributeName` starts
+    /// with `prefix` (and that match `predicate`, if any): Core Data's
+    /// `NSPredicate(format: "code BEGINSWITH %@")`, compared as `String.starts(with:)` compares
+    /// (whole characters; `nil` never matches).
+    ///
+    /// ```swift
+    /// let request = FetchRequest<Destination>(where: "code", startsWith: "LI")
+    /// ```
+    ///
+    /// When the attribute is indexed or unique and `prefix` is ASCII, the fetch reads the rows
+    /// that start with it from the index; otherwise it checks every row's stored value.
+    public init(
+        where attributeName: String,
+        startsWith prefix: String,
+        predicate: Predicate<Result>? = nil,
+        sortBy sortDescriptors: [SortDescriptor<Result>] = []
+    ) {
+        self.init(predicate: predicate, sortBy: sortDescriptors)
+        attributeConstraint = AttributeConstraint(attributeName: attributeName, prefix: prefix)
     }
 
     /// Creates a fetch request for the entity named `entityName`.

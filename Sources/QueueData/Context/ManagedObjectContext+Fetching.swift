@@ -275,11 +275,10 @@ extension ManagedObjectContext {
                         try scan.visit(reference(row), body)
                     }
                 }
-            } else if usesIndexes, let constraint, let slot, let index = snapshot.index(of: slot) {
-                var keys = Set<Int64>()
-                for value in constraint.values {
-                    keys.formUnion(index.lookUp(value))
-                }
+            } else if usesIndexes, let constraint, let slot, let index = snapshot.index(of: slot),
+                let found = index.candidates(for: constraint)
+            {
+                var keys = Set(found)
                 if request.includesPendingChanges {
                     // Unsaved values (and merges not yet taken) are in the objects, not the index.
                     addRegisteredKeys(

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An index of one column of an entity's committed rows: the primary keys of the rows holding
 /// each value.
 ///
@@ -14,6 +16,9 @@ struct ColumnIndex: Sendable {
     /// The indexed column.
     let column: Int
     private var buckets: [[StoredValue: Keys]]
+    /// The column's integer, floating-point, date and string values in order, for ranges and
+    /// prefixes.
+    private(set) var ordered = OrderedColumnIndex([])
 
     /// The rows holding one value: almost always one (a unique or nearly unique attribute).
     enum Keys: Sendable {
@@ -31,7 +36,46 @@ struct ColumnIndex: Sendable {
     }
 
     /// Records that the row `primaryKey` holds `value`.
-    mutating func insert(_ value: StoredValue, _ primaryKey: Int64) {
+    /// Indexes `value` for the row `primaryKey`; in the ordered entries too unless `ordering` is
+    /// `false` (the caller then rebuilds them with ``rebuildOrdered(_:layout:)``).
+    mutating func insert(_ value: StoredValue, _ primaryKey: Int64, ordering: Bool = true) {
+        if ordering {
+            ordered.insert(value, primaryKey)
+        }
+        insertHashed(value, primaryKey)
+    }
+
+    /// Rebuilds the ordered entries from every live row of `blocks` (one sort: for a commit
+    /// that inserts many rows, cheaper than an insertion each).
+    mutating func rebuildOrdered(_ blocks: [[RowBlock]], layout: RowLayout) {
+        var entries: [OrderedColumnIndex.Entry] = []
+        for group in blocks {
+            for block in group {
+                for index in 0..<block.count where block.isLive(index) {
+                    let value = layout.value(block.row(index), slot: column)
+                    if OrderedColumnIndex.isOrdered(value) {
+                        entries.append(OrderedColumnIndex.Entry(value: value, key: block.keys[index]))
+                    }
+                }
+            }
+        }
+        ordered = OrderedColumnIndex(entries)
+    }
+
+    /// Indexes every live row of `blocks` at once: the ordered entries sorted once instead of
+    /// inserted one by one.
+    mutating func build(_ blocks: [[RowBlock]], layout: RowLayout) {
+        for group in blocks {
+            for block in group {
+                for index in 0..<block.count where block.isLive(index) {
+                    insertHashed(layout.value(block.row(index), slot: column), block.keys[index])
+                }
+            }
+        }
+        rebuildOrdered(blocks, layout: layout)
+    }
+
+    private mutating func insertHashed(_ value: StoredValue, _ primaryKey: Int64) {
         let bucket = Self.bucket(of: value)
         switch buckets[bucket][value] {
         case nil:
@@ -47,6 +91,7 @@ struct ColumnIndex: Sendable {
 
     /// Records that the row `primaryKey` no longer holds `value`.
     mutating func remove(_ value: StoredValue, _ primaryKey: Int64) {
+        ordered.remove(value, primaryKey)
         let bucket = Self.bucket(of: value)
         switch buckets[bucket][value] {
         case nil:
@@ -69,5 +114,51 @@ struct ColumnIndex: Sendable {
         case .one(let key): return [key]
         case .several(let keys): return keys
         }
+    }
+
+    /// The primary keys of the rows that may satisfy `constraint` (a superset of those that do,
+    /// which the fetch checks), or `nil` when the index cannot narrow them down (a prefix that
+    /// is not ASCII).
+    func candidates(for constraint: AttributeConstraint) -> [Int64]? {
+        guard constraint.isRange else {
+            if constraint.values.count == 1 {
+                return lookUp(constraint.values[0])
+            }
+            var keys: [Int64] = []
+            for value in constraint.values {
+                keys += lookUp(value)
+            }
+            return keys
+        }
+        if let prefix = constraint.prefix {
+            // Every string starting with an ASCII prefix lies from the prefix up to (not
+            // including) the prefix with its last byte raised by one, in the index's order (of
+            // UTF-8 bytes): a string whose first characters are the prefix's ASCII characters
+            // begins with their bytes. Other prefixes are looked for in every row.
+            guard prefix.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+            guard let last = prefix.utf8.last else {
+                return ordered.keys(from: .string(""), while: { if case .string = $0 { true } else { false } })
+            }
+            let end = StoredValue.string(
+                String(decoding: prefix.utf8.dropLast(), as: UTF8.self) + String(UnicodeScalar(last + 1)))
+            return ordered.keys(from: .string(prefix), while: { OrderedColumnIndex.precedes($0, end) })
+        }
+        let upper = constraint.upperBound
+        // String ranges follow Swift's `<`, which agrees with the index's byte order on ASCII
+        // strings only: with other strings in the index, or at an end, every row is looked at.
+        for bound in [constraint.lowerBound, upper].compactMap({ $0 }) {
+            if case .string = bound, OrderedColumnIndex.isNonASCIIString(bound) || ordered.nonASCIIStrings > 0 {
+                return nil
+            }
+        }
+        var keys = ordered.keys(from: constraint.lowerBound) { value in
+            upper.map { !OrderedColumnIndex.precedes($0, value) } ?? true
+        }
+        if case .date = constraint.lowerBound ?? upper, upper != nil {
+            // A date whose interval is NaN is at or above every date by `Date`'s `>=` and at or
+            // below every one by its `<=` (both defined through `<`), and sorts last here.
+            keys += ordered.keys(from: .date(Date(timeIntervalSinceReferenceDate: .nan))) { _ in true }
+        }
+        return keys
     }
 }

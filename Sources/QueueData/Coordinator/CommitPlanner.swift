@@ -250,10 +250,14 @@ struct CommitPlanner {
         // without a search, once they are all appended (a reference taken earlier would hold
         // its block, and the next append to the block would copy it).
         var appendedAt = updatedTables.map(\.storedCount)
+        var appended = [[CommittedRow]](repeating: [], count: updatedTables.count)
         for (position, insert) in inserts.enumerated() {
             let row = insertedRows[position]
             changes[insert.entityIndex].inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
-            updatedTables[insert.entityIndex].append(row)
+            appended[insert.entityIndex].append(row)
+        }
+        for entityIndex in appended.indices where !appended[entityIndex].isEmpty {
+            updatedTables[entityIndex].append(contentsOf: appended[entityIndex])
         }
         for (position, insert) in inserts.enumerated() {
             insertedRows[position].reference = updatedTables[insert.entityIndex].reference(

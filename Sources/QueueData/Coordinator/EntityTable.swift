@@ -52,6 +52,9 @@ struct EntityTable: Sendable {
     /// a snapshot's token knows they still are while the token stays the same (see
     /// `ManagedObjectContext.forEachCandidate`). Inserted rows keep it: no object holds them.
     private(set) var updateToken = UpdateToken()
+    /// Whether appended rows go into the indexes' ordered entries one by one (see
+    /// ``append(contentsOf:)``).
+    private var ordersIndexes = true
 
     /// Identifies a state of a table's existing rows (compared by identity).
     final class UpdateToken: Sendable {}
@@ -78,20 +81,33 @@ struct EntityTable: Sendable {
     /// Starts indexing `columns` (of the rows already in the table too).
     mutating func index(columns: [Int]) {
         indexes = columns.map(ColumnIndex.init(column:))
-        guard !indexes.isEmpty else { return }
-        for group in blocks {
-            for block in group {
-                for index in 0..<block.count where block.isLive(index) {
-                    addToIndexes(block, index)
-                }
-            }
+        for position in indexes.indices {
+            indexes[position].build(blocks, layout: layout)
         }
     }
 
     private mutating func addToIndexes(_ block: RowBlock, _ index: Int) {
         let row = block.row(index)
         for position in indexes.indices {
-            indexes[position].insert(layout.value(row, slot: indexes[position].column), block.keys[index])
+            indexes[position].insert(
+                layout.value(row, slot: indexes[position].column), block.keys[index], ordering: ordersIndexes)
+        }
+    }
+
+    /// Appends rows whose keys are greater than every key in the table, in increasing order.
+    /// When they are many beside the table's rows, the indexes' ordered entries are rebuilt
+    /// once at the end instead of taking each row in turn.
+    mutating func append(contentsOf rows: [CommittedRow]) {
+        let rebuilds = !indexes.isEmpty && rows.count > 64 && rows.count > liveCount / 8
+        ordersIndexes = !rebuilds
+        for row in rows {
+            append(row)
+        }
+        ordersIndexes = true
+        if rebuilds {
+            for position in indexes.indices {
+                indexes[position].rebuildOrdered(blocks, layout: layout)
+            }
         }
     }
 

@@ -352,8 +352,11 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
     /// The committed rows are indexed by the attribute's value, so that a fetch that requires
     /// it to equal a value or one of a list of values
     /// (``FetchRequest/init(where:equals:predicate:sortBy:)``,
-    /// ``FetchRequest/init(where:in:predicate:sortBy:)``) finds the matching rows without
-    /// scanning the others. Unique attributes are indexed too. The index lives in memory, is
+    /// ``FetchRequest/init(where:in:predicate:sortBy:)-(_,[Value],_,_)``), to lie in a range
+    /// (``FetchRequest/init(where:in:predicate:sortBy:)-(_,ClosedRange<Value>,_,_)`` and the
+    /// other range forms) or to start with a prefix
+    /// (``FetchRequest/init(where:startsWith:predicate:sortBy:)``) finds the matching rows
+    /// without scanning the others. Unique attributes are indexed too. The index lives in memory, is
     /// built when the store opens and follows every save; it is not part of the model's version
     /// hash (adding or removing it needs no migration). A transient or transformable attribute
     /// cannot be indexed. See "Indexes" in <doc:GettingStarted>.

@@ -23,7 +23,9 @@ let listingModel = ManagedObjectModel([Listing.self, Franchise.self])
 struct IndexTests {
     static let countries = ["PE", "JP", "CH", "é", "e\u{301}", ""]
     static let scores: [Double?] = [nil, 1.5, -0.0, 0.0, .nan, 2]
-    static let dates: [Date?] = [nil, Date(timeIntervalSinceReferenceDate: 7)]
+    static let dates: [Date?] = [
+        nil, Date(timeIntervalSinceReferenceDate: 7), Date(timeIntervalSinceReferenceDate: .nan),
+    ]
 
     static func fill(_ listing: Listing, _ index: Int, _ random: inout SeededGenerator) {
         listing.code = "C\(index)"
@@ -40,12 +42,79 @@ struct IndexTests {
         let country = countries.randomElement(using: &random)!
         let other = countries.randomElement(using: &random)!
         let rating = Int.random(in: 0..<4, using: &random)
-        let code = "C\(Int.random(in: 0..<120, using: &random))"
+        let code = "C\(Int.random(in: 0..<340, using: &random))"
         let score = scores.randomElement(using: &random)!
         let date = dates.randomElement(using: &random)!
         let name = "n\(Int.random(in: 0..<5, using: &random))"
         var pair: (FetchRequest<Listing>, FetchRequest<Listing>)
-        switch Int.random(in: 0..<7, using: &random) {
+        let ratings = [Int.random(in: -1..<5, using: &random), Int.random(in: -1..<5, using: &random)].sorted()
+        let (low, high) = (ratings[0], ratings[1])
+        // Ranges cannot end at a NaN (Swift's range operators trap).
+        let bounds = [scores.randomElement(using: &random)! ?? 1, scores.randomElement(using: &random)! ?? 2]
+            .map { $0.isNaN ? 1.5 : $0 }
+        let (lowScore, highScore) = bounds[0] < bounds[1] ? (bounds[0], bounds[1]) : (bounds[1], bounds[0])
+        let codes = ["C1", "C\(Int.random(in: 0..<340, using: &random))"].sorted()
+        let (lowCode, highCode) = (codes[0], codes[1])
+        let prefix = ["C1", "C", "", "C10", "é", "e", "P"].randomElement(using: &random)!
+        let never = Date.distantPast
+        let nan = Double.nan
+        switch Int.random(in: 0..<14, using: &random) {
+        case 7:
+            pair = (
+                FetchRequest(where: "rating", in: low...high),
+                FetchRequest(predicate: #Predicate { $0.rating >= low && $0.rating <= high })
+            )
+        case 8:
+            pair = (
+                FetchRequest(where: "rating", in: low..<high, predicate: #Predicate { $0.name != "n2" }),
+                FetchRequest(predicate: #Predicate { $0.rating >= low && $0.rating < high && $0.name != "n2" })
+            )
+        case 9:
+            if Bool.random(using: &random) {
+                pair = (
+                    FetchRequest(where: "score", in: lowScore...highScore),
+                    FetchRequest(
+                        predicate: #Predicate { ($0.score ?? nan) >= lowScore && ($0.score ?? nan) <= highScore })
+                )
+            } else {
+                pair = (
+                    FetchRequest(where: "score", in: ..<highScore),
+                    FetchRequest(predicate: #Predicate { ($0.score ?? nan) < highScore })
+                )
+            }
+        case 10:
+            let date = dates[1]!
+            if Bool.random(using: &random) {
+                pair = (
+                    FetchRequest(where: "opened", in: date...),
+                    FetchRequest(predicate: #Predicate { ($0.opened ?? never) >= date })
+                )
+            } else {
+                // A NaN date is at or below every date by Date's `<=`.
+                let future = Date.distantFuture
+                pair = (
+                    FetchRequest(where: "opened", in: ...date),
+                    FetchRequest(predicate: #Predicate { ($0.opened ?? future) <= date })
+                )
+            }
+        case 11:
+            pair = (
+                FetchRequest(where: "code", in: lowCode...highCode),
+                FetchRequest(predicate: #Predicate { $0.code >= lowCode && $0.code <= highCode })
+            )
+        case 12:
+            pair = (
+                FetchRequest(where: "country", in: ...country),
+                FetchRequest(predicate: #Predicate { $0.country <= country })
+            )
+        case 13:
+            let attribute = Bool.random(using: &random) ? "code" : "country"
+            pair = (
+                FetchRequest(where: attribute, startsWith: prefix),
+                attribute == "code"
+                    ? FetchRequest(predicate: #Predicate { $0.code.starts(with: prefix) })
+                    : FetchRequest(predicate: #Predicate { $0.country.starts(with: prefix) })
+            )
         case 0:
             pair = (
                 FetchRequest(where: "country", equals: country),
@@ -86,7 +155,7 @@ struct IndexTests {
     }
 
     @Test(
-        "a constraint on an indexed attribute returns what the same #Predicate returns, in the same order, with unsaved changes and unmerged saves",
+        "a constraint on an indexed attribute (values, ranges, prefixes) returns what the same #Predicate returns, in the same order, with unsaved changes and unmerged saves",
         arguments: ["memory", "journal"], [false, true])
     func sameAsPredicate(store: String, retains: Bool) throws {
         let directory = TemporaryDirectory("index-\(store)")
@@ -102,7 +171,8 @@ struct IndexTests {
         var random = SeededGenerator(seed: retains ? 12 : 11)
         var next = 0
         try other.performAndWait {
-            for _ in 0..<80 {
+            // Over 64 rows of each entity: the first save rebuilds the ordered entries at once.
+            for _ in 0..<300 {
                 let listing = Bool.random(using: &random) ? other.insert(Listing.self) : other.insert(Franchise.self)
                 Self.fill(listing, next, &random)
                 next += 1
@@ -297,7 +367,9 @@ struct IndexTests {
         }
     }
 
-    @Test("a constraint naming no attribute, or a value the attribute cannot hold, traps with a message")
+    @Test(
+        "a constraint naming no attribute, a value the attribute cannot hold, or a range or prefix it cannot have, traps with a message"
+    )
     func misuse() async {
         let unknown = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             let manager = ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
@@ -313,6 +385,22 @@ struct IndexTests {
         }
         let mismatchMessage = String(decoding: mismatch?.standardErrorContent ?? [], as: UTF8.self)
         #expect(mismatchMessage.contains("can never hold"))
+        let prefixOfNumber = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let manager = ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
+            let context = try manager.createContext()
+            _ = try context.performAndWait {
+                try context.fetch(FetchRequest<Listing>(where: "rating", startsWith: "1"))
+            }
+        }
+        let prefixMessage = String(decoding: prefixOfNumber?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(prefixMessage.contains("only strings can"))
+        let rangeOfOtherType = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let manager = ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
+            let context = try manager.createContext()
+            _ = try context.performAndWait { try context.fetch(FetchRequest<Listing>(where: "rating", in: 1.0...2.0)) }
+        }
+        let rangeMessage = String(decoding: rangeOfOtherType?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(rangeMessage.contains("not one of its values"))
     }
 }
 

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+@testable import QueueData
+
+@Suite("Ordered column index")
+struct OrderedColumnIndexTests {
+    /// The keys a brute-force pass over `reference` finds from `lower` while `continues`, in
+    /// the index's order (value, then key).
+    static func expected(
+        _ reference: [Int64: StoredValue],
+        from lower: StoredValue?,
+        while continues: (StoredValue) -> Bool
+    ) -> [Int64] {
+        let sorted = reference.filter { OrderedColumnIndex.isOrdered($0.value) }.sorted { left, right in
+            if OrderedColumnIndex.precedes(left.value, right.value) {
+                return true
+            }
+            return !OrderedColumnIndex.precedes(right.value, left.value) && left.key < right.key
+        }
+        var keys: [Int64] = []
+        for (key, value) in sorted {
+            if let lower, OrderedColumnIndex.precedes(value, lower) {
+                continue
+            }
+            guard continues(value) else { break }
+            keys.append(key)
+        }
+        return keys
+    }
+
+    @Test(
+        "random inserts and removals over several chunks keep the entries sorted, and range walks match a sort",
+        arguments: ["integer", "double", "string"])
+    func randomAgainstSort(kind: String) {
+        var random = SeededGenerator(seed: 41)
+        func value() -> StoredValue {
+            switch kind {
+            case "integer": return .integer(Int64.random(in: -300...300, using: &random))
+            case "double":
+                let specials: [Double] = [.nan, -0.0, 0.0, .infinity, -.infinity]
+                return Int.random(in: 0..<10, using: &random) == 0
+                    ? .double(specials.randomElement(using: &random)!)
+                    : .double(Double(Int.random(in: -200...200, using: &random)) / 4)
+            default:
+                let pieces = ["a", "b", "é", "e\u{301}", "C1", "C", "", "z"]
+                return .string(
+                    (0..<Int.random(in: 0...3, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+                        .joined())
+            }
+        }
+        // Half built at once, half inserted one by one: several chunks split and empty.
+        var reference: [Int64: StoredValue] = [:]
+        for key in 1...1_500 {
+            reference[Int64(key)] = value()
+        }
+        var index = OrderedColumnIndex(reference.map { OrderedColumnIndex.Entry(value: $0.value, key: $0.key) })
+        var nextKey: Int64 = 1_501
+        for step in 0..<6_000 {
+            if Bool.random(using: &random) || reference.isEmpty {
+                let new = value()
+                reference[nextKey] = new
+                index.insert(new, nextKey)
+                nextKey += 1
+            } else {
+                let key = reference.keys.randomElement(using: &random)!
+                index.remove(reference[key]!, key)
+                reference[key] = nil
+            }
+            if step % 500 == 0 || step == 5_999 {
+                #expect(index.entries.map(\.key) == Self.expected(reference, from: nil) { _ in true }, "step \(step)")
+                for _ in 0..<20 {
+                    let lower = value()
+                    let upper = value()
+                    let continues = { (candidate: StoredValue) in !OrderedColumnIndex.precedes(upper, candidate) }
+                    #expect(
+                        index.keys(from: lower, while: continues)
+                            == Self.expected(reference, from: lower, while: continues),
+                        "step \(step): from \(lower) through \(upper)")
+                }
+            }
+        }
+        #expect(index.count == reference.count)
+    }
+
+    @Test("values that are not ordered (nil, booleans, data) are not kept")
+    func unorderedValuesLeftOut() {
+        var index = OrderedColumnIndex([])
+        index.insert(.null, 1)
+        index.insert(.bool(true), 2)
+        index.insert(.data(Data([1])), 3)
+        index.insert(.integer(4), 4)
+        #expect(index.entries.map(\.key) == [4])
+        index.remove(.null, 1)
+        index.remove(.integer(4), 4)
+        #expect(index.count == 0)
+    }
+}
