@@ -58,7 +58,15 @@ final class QueueConfinement: @unchecked Sendable {
     /// queue without being one of the context's (`queue.sync { … }`) is confirmed by comparing
     /// it, before asking `DispatchQueue.getSpecific`. The confinement holds the queue, so the
     /// address is never another queue's.
-    private let queueAddress = Atomic<UInt>(0)
+    private let queueAddress = QueueAddress()
+
+    /// Where the block that learns the queue's address writes it: an object of its own, so
+    /// that the block holds neither the confinement (which would live until the queue runs
+    /// it) nor a weak reference to it (which would move the reference counts of the
+    /// confinement, retained by every object, to a side table, making each retain a slow one).
+    private final class QueueAddress: Sendable {
+        let value = Atomic<UInt>(0)
+    }
 
     init(queue: DispatchQueue, contextName: String) {
         self.queue = queue
@@ -66,8 +74,9 @@ final class QueueConfinement: @unchecked Sendable {
         queue.setSpecific(key: key, value: self)
         // Learned in a block submitted to the queue itself: inside a block of a queue that
         // targets this one (which `getSpecific` also admits) the current queue is that other one.
-        queue.async { [weak self] in
-            self?.queueAddress.store(UInt(bitPattern: qd_current_dispatch_queue()), ordering: .relaxed)
+        let address = queueAddress
+        queue.async {
+            address.value.store(UInt(bitPattern: qd_current_dispatch_queue()), ordering: .relaxed)
         }
     }
 
@@ -126,7 +135,7 @@ final class QueueConfinement: @unchecked Sendable {
     @usableFromInline @_effects(readonly)
     func _isConfinedSlowPath() -> Bool {
         guard isValid else { return false }
-        let address = queueAddress.load(ordering: .relaxed)
+        let address = queueAddress.value.load(ordering: .relaxed)
         if address != 0, UInt(bitPattern: qd_current_dispatch_queue()) == address {
             return true
         }
