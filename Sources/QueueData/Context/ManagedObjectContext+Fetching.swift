@@ -199,7 +199,11 @@ extension ManagedObjectContext {
             return nil
         }
         var scratch: [Int: ManagedObject] = [:]
-        return SortKey.order(count: candidates.count, by: request.sortDescriptors) { index -> Result in
+        // A limited page needs only the order's first positions (the top 20 of a million).
+        let end = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
+        let prefix = request.fetchLimit > 0 && !end.overflow ? end.partialValue : nil
+        return SortKey.order(count: candidates.count, by: request.sortDescriptors, prefix: prefix) {
+            index -> Result in
             switch candidates[index] {
             case .object(let object):
                 return unsafeDowncast(object, to: Result.self)

@@ -68,9 +68,13 @@ extension SortKey {
     ///
     /// `element(i)` may return the same (reloaded) instance for every `i`: keys are read
     /// before the next call.
+    ///
+    /// With a `prefix`, only the first `prefix` positions of that order are returned (fewer
+    /// when there are fewer elements): found without sorting the others when they are many.
     static func order<Element>(
         count: Int,
         by descriptors: [SortDescriptor<Element>],
+        prefix: Int? = nil,
         element: (Int) throws -> Element
     ) rethrows -> [Int]? {
         var extractors: [(Element) -> SortKey?] = []
@@ -89,7 +93,47 @@ extension SortKey {
                 keys.append(key)
             }
         }
-        return order(keys: keys, columns: columns, reversed: descriptors.map { $0.order == .reverse })
+        return order(keys: keys, columns: columns, reversed: descriptors.map { $0.order == .reverse }, prefix: prefix)
+    }
+
+    /// The first `prefix` positions of `0..<count` in the strict order `precedes`, in order:
+    /// a heap of the `prefix` best kept while the others go by (O(count · log prefix)), when
+    /// `prefix` is small beside `count`; `nil` otherwise (sort them all).
+    static func leading(_ prefix: Int?, of count: Int, by precedes: (Int, Int) -> Bool) -> [Int]? {
+        guard let prefix, prefix >= 0, prefix <= count / 8 else { return nil }
+        guard prefix > 0 else { return [] }
+        // A max-heap: the position that comes last among those kept is at the root.
+        var heap: [Int] = []
+        heap.reserveCapacity(prefix)
+        func siftDown(_ start: Int) {
+            var parent = start
+            while true {
+                let left = parent * 2 + 1
+                guard left < heap.count else { return }
+                var largest = left
+                if left + 1 < heap.count, precedes(heap[left], heap[left + 1]) {
+                    largest = left + 1
+                }
+                guard precedes(heap[parent], heap[largest]) else { return }
+                heap.swapAt(parent, largest)
+                parent = largest
+            }
+        }
+        for position in 0..<count {
+            if heap.count < prefix {
+                heap.append(position)
+                var child = heap.count - 1
+                while child > 0, precedes(heap[(child - 1) / 2], heap[child]) {
+                    heap.swapAt(child, (child - 1) / 2)
+                    child = (child - 1) / 2
+                }
+            } else if precedes(position, heap[0]) {
+                heap[0] = position
+                siftDown(0)
+            }
+        }
+        heap.sort(by: precedes)
+        return heap
     }
 
     /// How to read `keyPath`'s sort key: through the key path with its value type (no `Any` in
@@ -119,11 +163,28 @@ extension SortKey {
 
     /// The stable order of the elements whose keys `keys` holds, `columns` per element, each
     /// column ascending or, where `reversed` says so, descending.
-    static func order(keys: [SortKey], columns: Int, reversed: [Bool]) -> [Int] {
-        if columns == 1, let order = orderOfOneColumn(keys, descending: reversed[0]) {
+    static func order(keys: [SortKey], columns: Int, reversed: [Bool], prefix: Int? = nil) -> [Int] {
+        if columns == 1, let order = orderOfOneColumn(keys, descending: reversed[0], prefix: prefix) {
             return order
         }
         let count = columns == 0 ? 0 : keys.count / columns
+        let precedes = { (left: Int, right: Int) -> Bool in
+            for column in 0..<columns {
+                var result = SortKey.compare(keys[left * columns + column], keys[right * columns + column])
+                if reversed[column] {
+                    result =
+                        result == .orderedAscending
+                        ? .orderedDescending : result == .orderedDescending ? .orderedAscending : .orderedSame
+                }
+                if result != .orderedSame {
+                    return result == .orderedAscending
+                }
+            }
+            return left < right
+        }
+        if let leading = leading(prefix, of: count, by: precedes) {
+            return leading
+        }
         var order = [Int](0..<count)
         order.sort { left, right in
             for column in 0..<columns {
@@ -144,7 +205,7 @@ extension SortKey {
 
     /// `order(keys:columns:reversed:)` for one column of keys of one case: the same comparisons
     /// on the unwrapped values, without copying a `SortKey` per comparison.
-    private static func orderOfOneColumn(_ keys: [SortKey], descending: Bool) -> [Int]? {
+    private static func orderOfOneColumn(_ keys: [SortKey], descending: Bool, prefix: Int?) -> [Int]? {
         /// The order of the values `unwrap` takes out of every key; `nil` if one is of another case.
         func order<Value: Comparable>(_ unwrap: (SortKey) -> Value?) -> [Int]? {
             var values: [Value] = []
@@ -153,12 +214,12 @@ extension SortKey {
                 guard let value = unwrap(key) else { return nil }
                 values.append(value)
             }
-            return SortKey.order(of: values, descending: descending)
+            return SortKey.order(of: values, descending: descending, prefix: prefix)
         }
         switch keys.first {
         case .string:
             if let packed = packedASCII(keys) {
-                return SortKey.order(of: packed, descending: descending)
+                return SortKey.order(of: packed, descending: descending, prefix: prefix)
             }
             return order { if case .string(let value) = $0 { value } else { nil } }
         case .integer: return order { if case .integer(let value) = $0 { value } else { nil } }
@@ -184,7 +245,18 @@ extension SortKey {
     }
 
     /// The stable order of `values`: what `compare` and the tie-break by position decide.
-    private static func order<Value: Comparable>(of values: [Value], descending: Bool) -> [Int] {
+    private static func order<Value: Comparable>(of values: [Value], descending: Bool, prefix: Int?) -> [Int] {
+        let leading = values.withUnsafeBufferPointer { values in
+            SortKey.leading(prefix, of: values.count) { left, right in
+                let (a, b) = (values[left], values[right])
+                if descending ? a > b : a < b { return true }
+                if descending ? a < b : a > b { return false }
+                return left < right
+            }
+        }
+        if let leading {
+            return leading
+        }
         var order = [Int](0..<values.count)
         values.withUnsafeBufferPointer { values in
             if descending {

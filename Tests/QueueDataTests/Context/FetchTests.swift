@@ -64,6 +64,51 @@ struct FetchTests {
         #expect(count == expectedCount)
     }
 
+    @Test("a limited sorted page of many matches is the same page of the whole sorted result, with unsaved changes")
+    func limitedPagesOfManyMatches() throws {
+        let manager = ContextManager(delegate: TestStoreDelegate())
+        defer { manager.close() }
+        let context = try makeContext(manager, "top")
+        var random = SeededGenerator(seed: 77)
+        try context.performAndWait {
+            for index in 0..<800 {
+                let destination = context.insert(Destination.self)
+                destination.name = "d\(Int.random(in: 0..<50, using: &random))"
+                destination.rating = index % 5
+            }
+            try context.save()
+        }
+        try context.performAndWait {
+            // Some unsaved changes and inserts: registered objects among rows the context let go.
+            let all = try context.fetch(FetchRequest<Destination>())
+            for object in all.shuffled(using: &random).prefix(40) {
+                object.rating = Int.random(in: 0..<5, using: &random)
+            }
+            for _ in 0..<20 {
+                let destination = context.insert(Destination.self)
+                destination.name = "d\(Int.random(in: 0..<50, using: &random))"
+            }
+        }
+        for _ in 0..<200 {
+            var descriptors = [
+                SortDescriptor<Destination>(\.rating, order: Bool.random(using: &random) ? .forward : .reverse)
+            ]
+            if Bool.random(using: &random) {
+                descriptors.append(SortDescriptor(\.name, order: Bool.random(using: &random) ? .forward : .reverse))
+            }
+            let limit = Int.random(in: 1...40, using: &random)
+            let offset = Int.random(in: 0...60, using: &random)
+            // A block each, the page first: the rows the context let go are not registered.
+            try context.performAndWait {
+                let page = try context.fetch(
+                    FetchRequest<Destination>(sortBy: descriptors, fetchLimit: limit, fetchOffset: offset)
+                ).map(\.objectID)
+                let whole = try context.fetch(FetchRequest<Destination>(sortBy: descriptors)).map(\.objectID)
+                #expect(page == Array(whole.dropFirst(offset).prefix(limit)), "limit \(limit), offset \(offset)")
+            }
+        }
+    }
+
     @Test("unsaved inserts that match are returned, unsaved deletes are not")
     func pendingChanges() throws {
         try context.performAndWait {

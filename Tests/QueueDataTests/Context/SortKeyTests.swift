@@ -58,4 +58,30 @@ struct SortKeyTests {
             #expect(order == expected, "round \(round): \(strings)")
         }
     }
+
+    @Test(
+        "the first positions of an order, found without sorting the rest, are the full order's first positions",
+        arguments: [1, 2])
+    func leadingPositions(columns: Int) {
+        var generator = SeededGenerator(seed: UInt64(10 + columns))
+        for round in 0..<300 {
+            let count = Int.random(in: 0...600, using: &generator)
+            // Few distinct values: many ties, which keep their positions' order.
+            var keys: [SortKey] = []
+            for _ in 0..<count {
+                keys.append(.integer(Int64.random(in: 0..<7, using: &generator)))
+                if columns == 2 {
+                    keys.append(.string(["a", "b", "", "ab"].randomElement(using: &generator)!))
+                }
+            }
+            let reversed = (0..<columns).map { _ in Bool.random(using: &generator) }
+            let full = SortKey.order(keys: keys, columns: columns, reversed: reversed)
+            for prefix in [0, 1, 3, count / 8, count / 8 + 1, count] {
+                let leading = SortKey.order(keys: keys, columns: columns, reversed: reversed, prefix: prefix)
+                // A prefix small beside the count is all that comes back; otherwise the full order.
+                let expected = prefix <= count / 8 ? Array(full.prefix(prefix)) : full
+                #expect(leading == expected, "round \(round): \(count) keys, prefix \(prefix), \(reversed)")
+            }
+        }
+    }
 }
