@@ -186,20 +186,7 @@ extension SortKey {
             return leading
         }
         var order = [Int](0..<count)
-        order.sort { left, right in
-            for column in 0..<columns {
-                var result = SortKey.compare(keys[left * columns + column], keys[right * columns + column])
-                if reversed[column] {
-                    result =
-                        result == .orderedAscending
-                        ? .orderedDescending : result == .orderedDescending ? .orderedAscending : .orderedSame
-                }
-                if result != .orderedSame {
-                    return result == .orderedAscending
-                }
-            }
-            return left < right
-        }
+        order.sort(by: precedes)
         return order
     }
 
