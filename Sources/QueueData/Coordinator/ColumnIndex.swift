@@ -35,8 +35,7 @@ struct ColumnIndex: Sendable {
         value.hashValue & (bucketCount - 1)
     }
 
-    /// Records that the row `primaryKey` holds `value`.
-    /// Indexes `value` for the row `primaryKey`; in the ordered entries too unless `ordering` is
+    /// Records that the row `primaryKey` holds `value`; in the ordered entries too unless `ordering` is
     /// `false` (the caller then rebuilds them with ``rebuildOrdered(_:layout:)``).
     mutating func insert(_ value: StoredValue, _ primaryKey: Int64, ordering: Bool = true) {
         if ordering {

@@ -9,10 +9,10 @@
 /// The order is Swift's `<` for numbers and dates, with a NaN after every number (Swift's `<`
 /// leaves NaN unordered, which no sorted array can hold), and the order of their UTF-8 bytes for
 /// strings: Swift's `<` on strings is not a consistent order on Linux once they mix precomposed
-/// and decomposed characters ("aéa" and "ae\u{301}" each compare below the other), and a
-/// sorted array needs one. On ASCII strings the two orders agree; ``nonASCIIStrings`` says
-/// whether the index holds others. The rows a lookup finds are candidates, which the fetch
-/// checks against the constraint itself.
+/// and decomposed characters ("aéa" and "ae\u{301}" are unequal, yet neither compares below
+/// the other), and a sorted array needs one. On ASCII strings the two orders agree;
+/// ``nonASCIIStrings`` says whether the index holds others. The rows a lookup finds are
+/// candidates, which the fetch checks against the constraint itself.
 struct OrderedColumnIndex: Sendable {
     /// One value and the primary key of its row.
     struct Entry: Sendable {
