@@ -19,14 +19,20 @@ struct IdentityMapTests {
             let extremes: [Int64] = [.min, .min + 1, -1, 0, 1, .max - 1, .max]
             var map = IdentityMap()
             var reference: [Int64: ManagedObject] = [:]
-            for step in 0..<20_000 {
+            // Temporary keys come from one counter for the process: a window of them that moves on.
+            var temporaryBase = Int64.min + Int64(random.next() % 1_000_000)
+            for step in 0..<30_000 {
+                if step % 2_500 == 0 {
+                    temporaryBase += Int64(random.next() % 5_000)
+                }
                 let key: Int64
-                switch random.next() % 6 {
+                switch random.next() % 8 {
                 case 0: key = extremes[Int(random.next() % UInt64(extremes.count))]
                 case 1: key = Int64(bitPattern: random.next())
                 case 2: key = IdentityMap.pagedKeyLimit + Int64(random.next() % 5) - 2
                 // Keys beyond the pages at first, paged once enough objects are registered.
                 case 3: key = Int64(random.next() % 400_000) + 1
+                case 4, 5: key = temporaryBase + Int64(random.next() % 3_000)
                 default: key = Int64(random.next() % 500) - 250
                 }
                 switch random.next() % 3 {
