@@ -143,11 +143,22 @@ struct EntityTable: Sendable {
     /// - Returns: Where the row now lives.
     @discardableResult
     mutating func append(_ row: CommittedRow) -> RowReference {
-        precondition(storedCount == 0 || lastKey < row.primaryKey)
+        row.values.withUnsafeBufferPointer { append(primaryKey: row.primaryKey, version: row.version, values: $0) }
+    }
+
+    /// Appends a row of `values` (checked to fit their columns) whose key is greater than every
+    /// key in the table, at `version` (1, a new row, unless given).
+    @discardableResult
+    mutating func append(
+        primaryKey: Int64,
+        version: Int64 = 1,
+        values: UnsafeBufferPointer<StoredValue>
+    ) -> RowReference {
+        precondition(storedCount == 0 || lastKey < primaryKey)
         let (group, slot) = blockForAppending()
         let block = blocks[group][slot]
-        guard block.append(primaryKey: row.primaryKey, version: row.version, values: row.values) else {
-            preconditionFailure("QueueData: row \(row.primaryKey) has values that do not fit its columns")
+        guard block.append(primaryKey: primaryKey, version: version, values: values) else {
+            preconditionFailure("QueueData: row \(primaryKey) has values that do not fit its columns")
         }
         return appended(block)
     }

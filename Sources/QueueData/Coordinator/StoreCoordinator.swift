@@ -79,7 +79,8 @@ final class StoreCoordinator: @unchecked Sendable {
         queue.setSpecific(key: queueKey, value: true)
         self.model = model
         self.managerIdentifier = managerIdentifier
-        var contents = try store.open(for: model)
+        // The built-in journal hands its rows over as it decoded them (see `loadTables`).
+        var contents = try (store as? JournalStore)?.open(for: model, packingRows: true) ?? store.open(for: model)
         // A store that recorded history keeps recording it; one that can starts when asked.
         let history = contents.history ?? (tracksHistory && store.keepsHistory ? StoreHistory() : nil)
         do {
@@ -88,6 +89,7 @@ final class StoreCoordinator: @unchecked Sendable {
             }
             let migrator = migrator ?? Migrator(model: model)
             if migrator.isNeeded(for: contents) {
+                contents.unpackRows()
                 let originalHash = contents.metadata.versionHash
                 // What is migrated must first be sound under its own schema: a damaged store is
                 // refused as damaged, with the place, and the migration never meets rows it
@@ -179,14 +181,18 @@ final class StoreCoordinator: @unchecked Sendable {
         let storedEntities = Dictionary(contents.schema.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var tables: [EntityTable] = []
         for entity in model.entities {
-            let rows = contents.rows[entity.name] ?? []
+            // The journal's rows as it decoded them when they are all in key order (the rule),
+            // otherwise as stored rows.
+            let packed = contents.packedRows?[entity.name].flatMap { $0.isInKeyOrder ? $0 : nil }
+            let rows =
+                packed != nil ? [] : contents.rows[entity.name] ?? contents.packedRows?[entity.name]?.storedRows() ?? []
             let nextKey = contents.metadata.nextPrimaryKeys[entity.name] ?? 1
             guard nextKey > 0, nextKey < Int64.max else {
                 throw StoreError(
                     .corrupted, "The store's next primary key of '\(entity.name)' is out of range (\(nextKey)).")
             }
             guard let stored = storedEntities[entity.name] else {
-                guard rows.isEmpty else {
+                guard rows.isEmpty, (packed?.count ?? 0) == 0 else {
                     throw StoreError(.corrupted, "The store has rows of '\(entity.name)' but no schema for it.")
                 }
                 var table = EntityTable(layout: entity.rowLayout, rows: [], nextPrimaryKey: nextKey)
@@ -213,84 +219,23 @@ final class StoreCoordinator: @unchecked Sendable {
                     return index
                 }
             let isIdentity = mapping == Array(mapping.indices) && stored.columnCount == mapping.count
-            // Keys arrive in increasing order as a rule, which rules duplicates out, and the rows go
-            // straight into the table's blocks; from the first key that does not, every key is
-            // checked against a set of those seen, and the rest are sorted in at the end.
-            var previousKey: Int64 = 0
-            var seen: Set<Int64>?
-            var table = EntityTable(layout: entity.rowLayout)
-            var outOfOrder: [CommittedRow] = []
-            /// A refusal of `row`, with its place in the file when the store knows it.
-            func refusal(_ row: StoredRow, _ message: String) -> StoreError {
-                var error = StoreError(.corrupted, message)
-                contents.rowLocator?.locate(&error, entity.name, row.primaryKey)
-                return error
-            }
-            for row in rows {
-                var isNew = true
-                if seen == nil, row.primaryKey > previousKey {
-                    previousKey = row.primaryKey
-                } else {
-                    if seen == nil {
-                        var keys = Set<Int64>(minimumCapacity: table.liveCount + 1)
-                        table.snapshot.forEachLiveRow { keys.insert($0.primaryKey) }
-                        seen = keys
-                    }
-                    isNew = seen!.insert(row.primaryKey).inserted
-                }
-                guard row.primaryKey > 0, row.primaryKey < Int64.max, isNew, row.values.count == stored.columnCount
-                else {
-                    throw refusal(
-                        row,
-                        "Row \(row.primaryKey) of '\(entity.name)' is duplicated, has a non-positive key, "
-                            + "or has \(row.values.count) values for \(stored.columnCount) columns.")
-                }
-                guard row.primaryKey < nextKey else {
-                    throw refusal(
-                        row,
-                        "Row \(row.primaryKey) of '\(entity.name)' has a key at or above the store's next primary key "
-                            + "(\(nextKey)): keys would be handed out twice.")
-                }
-                let values = isIdentity ? row.values : mapping.map { row.values[$0] }
-                for (value, attribute) in zip(values, entity.attributes)
-                where !value.fits(attribute.type, isOptional: attribute.isOptional) {
-                    throw refusal(
-                        row,
-                        "Row \(row.primaryKey) of '\(entity.name)' holds \(value) in '\(attribute.name)', "
-                            + "which is of type \(attribute.type.rawValue).")
-                }
-                for (column, check) in entity.attributeDecodingChecks {
-                    do {
-                        try check(values[column])
-                    } catch {
-                        let attribute = entity.attributes[column]
-                        throw refusal(
-                            row,
-                            "Row \(row.primaryKey) of '\(entity.name)' holds a value in '\(attribute.name)' that does not "
-                                + "decode as its declared type \(attribute.valueTypeName ?? "(transformable)"): \(error)"
-                        )
-                    }
-                }
-                for (value, relationship) in zip(values[entity.attributes.count...], entity.relationships)
-                where !relationship.accepts(value) || RelationshipKeys.decode(value).contains(where: { $0 <= 0 }) {
-                    throw refusal(
-                        row,
-                        "Row \(row.primaryKey) of '\(entity.name)' holds \(value) in the relationship "
-                            + "'\(relationship.name)', which is not a valid reference.")
-                }
-                if seen == nil {
-                    table.append(CommittedRow(primaryKey: row.primaryKey, version: 1, values: values))
-                } else {
-                    outOfOrder.append(CommittedRow(primaryKey: row.primaryKey, version: 1, values: values))
-                }
-            }
-            if outOfOrder.isEmpty {
-                table.nextPrimaryKey = Swift.max(table.nextPrimaryKey, nextKey)
+            var loader = TableLoader(
+                entity: entity, storedColumnCount: stored.columnCount, nextKey: nextKey, locator: contents.rowLocator)
+            if let packed, isIdentity {
+                // The journal's rows as it decoded them: no array per row.
+                try packed.forEachRowInKeyOrder { try loader.take($0, storedCount: $1.count, values: $1) }
             } else {
-                var rows: [CommittedRow] = []
-                table.snapshot.forEachLiveRow { rows.append($0.committedRow) }
-                table = EntityTable(layout: entity.rowLayout, rows: rows + outOfOrder, nextPrimaryKey: nextKey)
+                for row in packed?.storedRows() ?? rows {
+                    // (A row of the wrong width is refused before its values are looked at.)
+                    let values =
+                        isIdentity || row.values.count != stored.columnCount
+                        ? row.values : mapping.map { row.values[$0] }
+                    try values.withUnsafeBufferPointer {
+                        try loader.take(row.primaryKey, storedCount: row.values.count, values: $0)
+                    }
+                }
             }
+            var table = loader.finish()
             table.index(columns: entity.indexedColumns)
             tables.append(table)
         }

@@ -75,6 +75,12 @@ final class RowBlock: @unchecked Sendable {
     /// block must have room; a tombstone (`version` ≤ 0) takes no values.
     @discardableResult
     func append(primaryKey: Int64, version: Int64, values: [StoredValue]) -> Bool {
+        values.withUnsafeBufferPointer { append(primaryKey: primaryKey, version: version, values: $0) }
+    }
+
+    /// ``append(primaryKey:version:values:)-([StoredValue])`` of values in a buffer.
+    @discardableResult
+    func append(primaryKey: Int64, version: Int64, values: UnsafeBufferPointer<StoredValue>) -> Bool {
         precondition(count < capacity, "QueueData: a row block is full")
         if version > 0 {
             guard layout.initializeRow(row(count), from: values) else { return false }

@@ -156,6 +156,11 @@ public struct StoreContents: Sendable {
     public var history: StoreHistory?
     /// Where each row is in the store's file, for errors about it (the built-in file stores).
     var rowLocator: RowLocator?
+    /// The rows of each entity as the journal decoded them, for the coordinator's open only
+    /// (``JournalStore/open(for:packingRows:)``): ``rows`` is empty then. The coordinator
+    /// adds them to its row blocks without an array per row; anything else reads ``rows``
+    /// (see ``unpackRows()``).
+    var packedRows: [String: JournalRows]?
 
     /// Creates store contents.
     public init(
@@ -168,6 +173,15 @@ public struct StoreContents: Sendable {
         self.schema = schema
         self.rows = rows
         self.history = history
+    }
+
+    /// Moves ``packedRows``, if any, into ``rows``.
+    mutating func unpackRows() {
+        guard let packed = packedRows else { return }
+        packedRows = nil
+        for (entityName, entityRows) in packed {
+            rows[entityName] = entityRows.storedRows()
+        }
     }
 
     /// The contents of a new, empty store for `model`, with a fresh store identifier.

@@ -162,6 +162,71 @@ struct JournalStoreTests {
         #expect(!directory.contents.contains { $0.contains("torn") })
     }
 
+    @Test("random saves reopen as they were: through the coordinator's open and the public open alike")
+    func randomSavesReopen() throws {
+        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
+        var random = SeededGenerator(seed: seed)
+        for round in 0..<12 {
+            let directory = TemporaryDirectory("journal-random-\(round)")
+            var reference: [Int64: (name: String, rating: Int, visited: Date?)] = [:]
+            let manager = journalManager(directory)
+            let context = try manager.createContext()
+            try context.performAndWait {
+                // Inserts, updates and deletes over several records, with a compaction (a
+                // snapshot followed by records) in some rounds.
+                for step in 0..<Int(4 + random.next() % 12) {
+                    var objects = try context.fetch(FetchRequest<Destination>())
+                    for _ in 0..<Int(random.next() % 40) {
+                        let choice = random.next() % 4
+                        if choice == 0, !objects.isEmpty {
+                            context.delete(objects.remove(at: Int(random.next() % UInt64(objects.count))))
+                        } else if choice == 1, !objects.isEmpty {
+                            let object = objects[Int(random.next() % UInt64(objects.count))]
+                            object.rating = Int(random.next() % 1_000) - 500
+                            object.visited = random.next() % 3 == 0 ? nil : Date(timeIntervalSince1970: Double(step))
+                        } else {
+                            let object = context.insert(Destination.self)
+                            object.name = "r\(round)-s\(step)-\(random.next() % 10_000)"
+                            object.rating = Int(random.next() % 100)
+                            objects.append(object)
+                        }
+                    }
+                    try context.save()
+                    if random.next() % 5 == 0 {
+                        try manager.compactPersistentStore()
+                    }
+                }
+                for object in try context.fetch(FetchRequest<Destination>()) {
+                    reference[object.objectID.primaryKey!] = (object.name, object.rating, object.visited)
+                }
+            }
+            manager.close()
+            let expected = reference.sorted { $0.key < $1.key }
+            // The coordinator's open: the journal's rows straight into the row blocks.
+            let reopened = journalManager(directory)
+            let fetched = try reopened.createContext()
+            let rows = try fetched.performAndWait {
+                try fetched.fetch(FetchRequest<Destination>()).map {
+                    ($0.objectID.primaryKey!, $0.name, $0.rating, $0.visited)
+                }
+            }
+            #expect(rows.map(\.0) == expected.map(\.key), "round \(round) (seed \(seed))")
+            #expect(rows.map(\.1) == expected.map(\.value.name), "round \(round) (seed \(seed))")
+            #expect(rows.map(\.2) == expected.map(\.value.rating), "round \(round) (seed \(seed))")
+            #expect(rows.map(\.3) == expected.map(\.value.visited), "round \(round) (seed \(seed))")
+            reopened.close()
+            // The public open: stored rows, in key order, with the same values.
+            let store = try JournalStore(directory: directory.url, name: "Store")
+            let contents = try store.open(for: testModel)
+            store.close()
+            let stored = contents.rows["Destination"] ?? []
+            #expect(stored.map(\.primaryKey) == expected.map(\.key), "round \(round) (seed \(seed))")
+            let nameColumn = try #require(testModel.entitiesByName["Destination"]?.column(named: "name"))
+            #expect(stored.map { $0.values[nameColumn] } == expected.map { .string($0.value.name) })
+        }
+    }
+
     @Test("compaction rewrites the journal as one snapshot, and everything survives")
     func compaction() throws {
         let directory = TemporaryDirectory("journal-compact")

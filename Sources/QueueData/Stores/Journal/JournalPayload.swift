@@ -192,7 +192,7 @@ enum JournalPayload {
         for entity in schema {
             let minimumRowSize = 1 + entity.columnCount
             let rowCount = try reader.readCount(minimumElementSize: minimumRowSize, "row")
-            var entityRows = JournalRows(reservingCapacity: rowCount)
+            var entityRows = JournalRows(columns: entity.columnCount, reservingCapacity: rowCount)
             var previous: Int64 = 0
             for _ in 0..<rowCount {
                 let delta = try reader.readVarint()
@@ -200,7 +200,7 @@ enum JournalPayload {
                     throw reader.error("primary keys of '\(entity.name)' are not ascending")
                 }
                 previous += Int64(delta)
-                entityRows.append(try readValues(&reader, count: entity.columnCount), forKey: previous)
+                try entityRows.append(forKey: previous) { try reader.readValue() }
             }
             rows.append(entityRows)
         }
@@ -328,15 +328,6 @@ enum JournalPayload {
         return schema
     }
 
-    private static func readValues(_ reader: inout BinaryReader, count: Int) throws -> [StoredValue] {
-        var values: [StoredValue] = []
-        values.reserveCapacity(count)
-        for _ in 0..<count {
-            values.append(try reader.readValue())
-        }
-        return values
-    }
-
     // MARK: Changes
 
     /// How the model's entities and attributes map onto the journal's schema (the same names,
@@ -430,9 +421,10 @@ enum JournalPayload {
             let attributeCount = schema[index].columnCount
             var changes = StoredTransaction.EntityChanges(entityName: schema[index].name)
             let insertCount = try reader.readCount(minimumElementSize: 1 + attributeCount, "insert")
+            rows[index].reserveCapacity(adding: insertCount)
             for _ in 0..<insertCount {
                 let primaryKey = try readPrimaryKey(&reader)
-                rows[index][primaryKey] = try readValues(&reader, count: attributeCount)
+                try rows[index].append(forKey: primaryKey) { try reader.readValue() }
                 onRow?(index, primaryKey)
                 if recordsHistory {
                     changes.inserted.append(primaryKey)

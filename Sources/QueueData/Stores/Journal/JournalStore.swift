@@ -130,14 +130,24 @@ public final class JournalStore: PersistentStore {
     ///   is not a journal or was written by a newer version; `.corrupted` with the offset;
     ///   `.io`. The journal is not modified by a failed open.
     public func open(for model: ManagedObjectModel) throws -> StoreContents {
+        try open(for: model, packingRows: false)
+    }
+
+    /// ``open(for:)``; with `packingRows`, the rows are returned as the journal decoded them,
+    /// in ``StoreContents/packedRows`` (for the coordinator, which adds them to its row blocks
+    /// without an array per row).
+    func open(for model: ManagedObjectModel, packingRows: Bool) throws -> StoreContents {
         try lifecycle.open(
             for: model,
             seed: { bytes in
                 let parsed = try bytes.withUnsafeBytes { try parse($0) }
-                return (parsed.snapshot.metadata, { try self.adopt(parsed, bytes, model: model) })
+                return (
+                    parsed.snapshot.metadata,
+                    { try self.adopt(parsed, bytes, model: model, packingRows: packingRows) }
+                )
             },
             create: { try create(for: model) },
-            load: { try load(for: model) })
+            load: { try load(for: model, packingRows: packingRows) })
     }
 
     /// Writes a new journal: a header and an empty snapshot, atomically.
@@ -150,14 +160,19 @@ public final class JournalStore: PersistentStore {
         try files.install(bytes, "create the journal")
     }
 
-    private func load(for model: ManagedObjectModel) throws -> StoreContents {
+    private func load(for model: ManagedObjectModel, packingRows: Bool) throws -> StoreContents {
         let bytes = try files.read(files.path, "read the journal")
-        return try adopt(try bytes.withUnsafeBytes { try parse($0) }, bytes, model: model)
+        return try adopt(try bytes.withUnsafeBytes { try parse($0) }, bytes, model: model, packingRows: packingRows)
     }
 
     /// Takes over the parsed journal `bytes`: with the current model, repairs a torn tail and
     /// opens the file for appending; with another, only remembers what a migration needs.
-    private func adopt(_ parsed: Parsed, _ bytes: [UInt8], model: ManagedObjectModel) throws -> StoreContents {
+    private func adopt(
+        _ parsed: Parsed,
+        _ bytes: [UInt8],
+        model: ManagedObjectModel,
+        packingRows: Bool
+    ) throws -> StoreContents {
         header = parsed.header
         nextSequence = parsed.nextSequence
         snapshotBytes = parsed.snapshotBytes
@@ -199,19 +214,32 @@ public final class JournalStore: PersistentStore {
             // file, torn tail set aside then) or refuses it. Nothing is written until then.
             tornTail = lifecycle.seedAwaitingMigration ? nil : parsed.tornOffset.map { ($0, Array(bytes[$0...])) }
         }
-        return Self.contents(of: parsed.snapshot, bytes: bytes, url: url)
+        return Self.contents(of: parsed.snapshot, bytes: bytes, url: url, packingRows: packingRows)
     }
 
     /// The contents of a parsed journal, `bytes`, whose rows the contents locate by the record
-    /// that last wrote them.
-    static func contents(of snapshot: JournalPayload.Snapshot, bytes: [UInt8], url: URL?) -> StoreContents {
+    /// that last wrote them; with `packingRows`, the rows are in ``StoreContents/packedRows``.
+    static func contents(
+        of snapshot: JournalPayload.Snapshot,
+        bytes: [UInt8],
+        url: URL?,
+        packingRows: Bool = false
+    ) -> StoreContents {
         var rows: [String: [StoredRow]] = [:]
+        var packed: [String: JournalRows] = [:]
         for (index, entity) in snapshot.schema.enumerated() {
             // In key order, as the coordinator keeps them (it then neither sorts nor hashes them).
-            rows[entity.name] = snapshot.rows[index].storedRows()
+            if packingRows {
+                packed[entity.name] = snapshot.rows[index]
+            } else {
+                rows[entity.name] = snapshot.rows[index].storedRows()
+            }
         }
         var contents = StoreContents(
             metadata: snapshot.metadata, schema: snapshot.schema, rows: rows, history: snapshot.history)
+        if packingRows {
+            contents.packedRows = packed
+        }
         let entityIndexes = Dictionary(
             snapshot.schema.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         contents.rowLocator = RowLocator { error, entityName, primaryKey in
