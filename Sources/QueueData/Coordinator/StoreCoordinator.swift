@@ -183,9 +183,9 @@ final class StoreCoordinator: @unchecked Sendable {
         for entity in model.entities {
             // The journal's rows as it decoded them when they are all in key order (the rule),
             // otherwise as stored rows.
-            let packed = contents.packedRows?[entity.name].flatMap { $0.isInKeyOrder ? $0 : nil }
-            let rows =
-                packed != nil ? [] : contents.rows[entity.name] ?? contents.packedRows?[entity.name]?.storedRows() ?? []
+            let entityPacked = contents.packedRows?[entity.name]
+            let packed = entityPacked.flatMap { $0.isInKeyOrder ? $0 : nil }
+            let rows = packed != nil ? [] : entityPacked?.storedRows() ?? contents.rows[entity.name] ?? []
             let nextKey = contents.metadata.nextPrimaryKeys[entity.name] ?? 1
             guard nextKey > 0, nextKey < Int64.max else {
                 throw StoreError(
@@ -225,7 +225,7 @@ final class StoreCoordinator: @unchecked Sendable {
                 // The journal's rows as it decoded them: no array per row.
                 try packed.forEachRowInKeyOrder { try loader.take($0, storedCount: $1.count, values: $1) }
             } else {
-                for row in packed?.storedRows() ?? rows {
+                for row in packed?.storedRows() ?? rows {  // (packed: a schema in another column order)
                     // (A row of the wrong width is refused before its values are looked at.)
                     let values =
                         isIdentity || row.values.count != stored.columnCount

@@ -137,6 +137,24 @@ struct EntityTableTests {
             var loaded: [Int64] = []
             tables[0].snapshot.forEachLiveRow { loaded.append($0.primaryKey) }
             #expect(loaded == keys.sorted())
+            // The same rows as a journal hands them to the coordinator (decoded into one flat
+            // array, a row below the highest key kept aside), and one of them not a string.
+            var packed = contents([])
+            var rows = JournalRows(columns: 1)
+            for key in keys {
+                rows.append([.string("n\(key)")], forKey: key)
+            }
+            packed.packedRows = ["Note": rows]
+            let packedTables = try StoreCoordinator.loadTables(packed, model: model)
+            var packedRows: [CommittedRow] = []
+            packedTables[0].snapshot.forEachLiveRow { packedRows.append($0.committedRow) }
+            #expect(packedRows.map(\.primaryKey) == keys.sorted())
+            #expect(packedRows.map(\.values) == keys.sorted().map { [.string("n\($0)")] })
+            if let wrong = keys.randomElement(using: &generator) {
+                rows[wrong] = [.integer(wrong)]
+                packed.packedRows = ["Note": rows]
+                #expect(throws: StoreError.self) { try StoreCoordinator.loadTables(packed, model: model) }
+            }
             guard let duplicate = keys.randomElement(using: &generator) else { continue }
             // A duplicate in order, out of order, adjacent or not, is refused.
             var withDuplicate = keys
