@@ -5,14 +5,15 @@
 //
 // Per-row costs are the difference between two sizes (10k and 20k, say) divided by the
 // difference in rows, so that one-time costs drop out. Every workload but `seed`, `write` and
-// `open` first inserts and saves N records into an in-memory store (the `seed` workload
+// `open` (and their `-json` forms) first inserts and saves N records into an in-memory store (the `seed` workload
 // alone): subtract a `seed` run of the same size to get the workload's own cost.
 //
 // Workloads: seed, fetch (every row into a fresh context, dropped at the block's end), filter
 // (`age > 50` sorted by name), top (the first 20 of that), count (`age > 50`), get (sum the
 // ages of every fetched object 10 times, fetch included), set (set every fetched object's age
 // once, fetch included), journal (insert + durable save into a journal store), write (a journal
-// store of N records in DIR, then exit), open (open the journal store in DIR and close it), lookup
+// store of N records in DIR, then exit), open (open the journal store in DIR and close it),
+// write-json and open-json (the same with a JSON store), lookup
 // (1,000 fetches of one record by an indexed code, in one block, in a store of N: its per-lookup
 // cost is a run's total less a `lookup-seed` run's, over 1,000).
 
@@ -118,12 +119,14 @@ case "lookup", "lookup-seed":
         }
     }
     manager.close()
-case "write":
-    let manager = ContextManager(delegate: Store(type: .journal, directory: directory))
+case "write", "write-json":
+    let manager = ContextManager(
+        delegate: Store(type: workload == "write" ? .journal : .jsonFile, directory: directory))
     try seed(manager, count)
     manager.close()
-case "open":
-    let manager = ContextManager(delegate: Store(type: .journal, directory: directory))
+case "open", "open-json":
+    let manager = ContextManager(
+        delegate: Store(type: workload == "open" ? .journal : .jsonFile, directory: directory))
     try manager.loadPersistentStore()
     manager.close()
 case "journal":

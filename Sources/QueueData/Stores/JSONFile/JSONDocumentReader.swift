@@ -365,54 +365,61 @@ enum JSONDocumentReader {
             var entityOffsets: [Int] = []
             let names = (entity.attributes.map(\.name) + entity.relationships.map(\.name)).map { Array($0.utf8) }
             let idKey = Array("id".utf8)
+            let attributeCount = entity.attributes.count
+            let types = entity.attributes.map(\.type)
+            let optionals = entity.attributes.map(\.isOptional)
+            let noneSeen = [Bool](repeating: false, count: names.count)
+            /// What a row's members set so far (passed to `member` as a parameter, not captured:
+            /// captured variables are checked for exclusive access dynamically at every member).
+            struct RowState {
+                var primaryKey: Int64?
+                var values: [StoredValue]
+                var seen: [Bool]
+                var expected = 0
+            }
+            // Keys compared as bytes; rows usually list attributes in schema order.
+            func member(_ key: UnsafeRawBufferPointer, _ scanner: inout JSONScanner, _ row: inout RowState) throws {
+                if key.elementsEqual(idKey) {
+                    guard row.primaryKey == nil else { throw scanner.failure("a row lists its id twice") }
+                    let position = scanner.position
+                    let id = try scanner.integer()
+                    guard id > 0, id < Int64.max else {
+                        throw scanner.failure("row ids must be positive and below 2^63 - 1", at: position)
+                    }
+                    row.primaryKey = id
+                    return
+                }
+                let index: Int
+                if row.expected < names.count, key.elementsEqual(names[row.expected]) {
+                    index = row.expected
+                } else if let found = names.firstIndex(where: { key.elementsEqual($0) }) {
+                    index = found
+                } else {
+                    throw scanner.failure(
+                        "'\(entityName)' has no attribute '\(String(decoding: key, as: UTF8.self))'")
+                }
+                guard !row.seen[index] else { throw scanner.failure("a row lists an attribute twice") }
+                row.seen[index] = true
+                row.expected = index + 1
+                guard index < attributeCount else {
+                    row.values[index] = try readReference(&scanner, entity.relationships[index - attributeCount])
+                    return
+                }
+                row.values[index] = try readValue(
+                    &scanner, type: types[index], isOptional: optionals[index], name: entity.attributes[index].name)
+            }
             try scanner.forEachElement { scanner in
                 scanner.skipWhitespace()
                 let start = scanner.position
-                var primaryKey: Int64?
-                var values = entity.defaultRow
-                var seen = [Bool](repeating: false, count: names.count)
-                var expected = 0
+                var row = RowState(values: entity.defaultRow, seen: noneSeen)
                 try scanner.expect(UInt8(ascii: "{"))
                 if try !scanner.consume(UInt8(ascii: "}")) {
                     while true {
-                        // Keys compared as bytes; rows usually list attributes in schema order.
-                        func member(_ key: UnsafeRawBufferPointer, _ scanner: inout JSONScanner) throws {
-                            if key.elementsEqual(idKey) {
-                                guard primaryKey == nil else { throw scanner.failure("a row lists its id twice") }
-                                let position = scanner.position
-                                let id = try scanner.integer()
-                                guard id > 0, id < Int64.max else {
-                                    throw scanner.failure("row ids must be positive and below 2^63 - 1", at: position)
-                                }
-                                primaryKey = id
-                                return
-                            }
-                            let index: Int
-                            if expected < names.count, key.elementsEqual(names[expected]) {
-                                index = expected
-                            } else if let found = names.firstIndex(where: { key.elementsEqual($0) }) {
-                                index = found
-                            } else {
-                                throw scanner.failure(
-                                    "'\(entityName)' has no attribute '\(String(decoding: key, as: UTF8.self))'")
-                            }
-                            guard !seen[index] else { throw scanner.failure("a row lists an attribute twice") }
-                            seen[index] = true
-                            expected = index + 1
-                            guard index < entity.attributes.count else {
-                                values[index] = try readReference(
-                                    &scanner, entity.relationships[index - entity.attributes.count])
-                                return
-                            }
-                            let attribute = entity.attributes[index]
-                            values[index] = try readValue(
-                                &scanner, type: attribute.type, isOptional: attribute.isOptional, name: attribute.name)
-                        }
                         var escapedKey: String?
                         if let raw = try scanner.rawKey(escapedKey: &escapedKey) {
-                            try member(raw, &scanner)
+                            try member(raw, &scanner, &row)
                         } else {
-                            try Array(escapedKey!.utf8).withUnsafeBytes { try member($0, &scanner) }
+                            try Array(escapedKey!.utf8).withUnsafeBytes { try member($0, &scanner, &row) }
                         }
                         if try scanner.consume(UInt8(ascii: ",")) {
                             continue
@@ -421,6 +428,8 @@ enum JSONDocumentReader {
                         break
                     }
                 }
+                let primaryKey = row.primaryKey
+                let values = row.values
                 guard let primaryKey else { throw scanner.failure("a row of '\(entityName)' has no id", at: start) }
                 entityRows.append(StoredRow(primaryKey: primaryKey, values: values))
                 entityOffsets.append(start)
