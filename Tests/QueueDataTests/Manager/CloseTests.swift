@@ -145,6 +145,8 @@ final class QueueCheckingStore: PersistentStore, @unchecked Sendable {
     unowned(unsafe) var coordinator: StoreCoordinator?
     private(set) var commitsOnQueue: [Bool] = []
     private(set) var closesOnQueue: [Bool] = []
+    /// Signalled by each close (after noting it).
+    let closed = DispatchSemaphore(value: 0)
 
     func open(for model: ManagedObjectModel) throws -> StoreContents {
         try backing.open(for: model)
@@ -158,6 +160,7 @@ final class QueueCheckingStore: PersistentStore, @unchecked Sendable {
     func close() {
         closesOnQueue.append(coordinator?.isOnQueue ?? false)
         backing.close()
+        closed.signal()
     }
 }
 
@@ -176,6 +179,10 @@ struct CoordinatorReleaseTests {
             }
         }
         #expect(store.commitsOnQueue == [true])
+        // The last reference may go on another thread a moment later: a block the released
+        // context queued for the manager's registry holds the manager while it runs, and then
+        // lets it (and its coordinator) go there.
+        #expect(store.closed.wait(timeout: .now() + 30) == .success, "the store was never closed")
         #expect(store.closesOnQueue == [true])
     }
 }
