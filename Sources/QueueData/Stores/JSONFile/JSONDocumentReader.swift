@@ -428,10 +428,10 @@ enum JSONDocumentReader {
                         break
                     }
                 }
-                let primaryKey = row.primaryKey
-                let values = row.values
-                guard let primaryKey else { throw scanner.failure("a row of '\(entityName)' has no id", at: start) }
-                entityRows.append(StoredRow(primaryKey: primaryKey, values: values))
+                guard let primaryKey = row.primaryKey else {
+                    throw scanner.failure("a row of '\(entityName)' has no id", at: start)
+                }
+                entityRows.append(StoredRow(primaryKey: primaryKey, values: row.values))
                 entityOffsets.append(start)
             }
             rows.rows[entityName] = entityRows
