@@ -53,7 +53,7 @@ struct ColumnIndex: Sendable {
                 for index in 0..<block.count where block.isLive(index) {
                     let value = layout.value(block.row(index), slot: column)
                     if OrderedColumnIndex.isOrdered(value) {
-                        entries.append(OrderedColumnIndex.Entry(value: value, key: block.keys[index]))
+                        entries.append(OrderedColumnIndex.Entry(value: value, key: block.key(index)))
                     }
                 }
             }
@@ -67,7 +67,7 @@ struct ColumnIndex: Sendable {
         for group in blocks {
             for block in group {
                 for index in 0..<block.count where block.isLive(index) {
-                    insertHashed(layout.value(block.row(index), slot: column), block.keys[index])
+                    insertHashed(layout.value(block.row(index), slot: column), block.key(index))
                 }
             }
         }

@@ -90,7 +90,7 @@ struct EntityTable: Sendable {
         let row = block.row(index)
         for position in indexes.indices {
             indexes[position].insert(
-                layout.value(row, slot: indexes[position].column), block.keys[index], ordering: ordersIndexes)
+                layout.value(row, slot: indexes[position].column), block.key(index), ordering: ordersIndexes)
         }
     }
 
@@ -114,7 +114,7 @@ struct EntityTable: Sendable {
     private mutating func removeFromIndexes(_ block: RowBlock, _ index: Int) {
         let row = block.row(index)
         for position in indexes.indices {
-            indexes[position].remove(layout.value(row, slot: indexes[position].column), block.keys[index])
+            indexes[position].remove(layout.value(row, slot: indexes[position].column), block.key(index))
         }
     }
 
@@ -197,7 +197,7 @@ struct EntityTable: Sendable {
                 addToIndexes(block, index)
             }
         }
-        nextPrimaryKey = Swift.max(nextPrimaryKey, block.keys[index] + 1)
+        nextPrimaryKey = Swift.max(nextPrimaryKey, block.key(index) + 1)
         return RowReference(block: block, index: index)
     }
 
@@ -233,7 +233,7 @@ struct EntityTable: Sendable {
         if let position = position(of: primaryKey) {
             let (block, index) = writableBlock(at: position)
             precondition(!block.isLive(index), "QueueData: row \(primaryKey) is not deleted")
-            let version = Swift.max(-block.versions[index], versionAtLeast) + 1
+            let version = Swift.max(-block.version(index), versionAtLeast) + 1
             guard block.replace(at: index, version: version, values: values) else {
                 preconditionFailure("QueueData: row \(primaryKey) has values that do not fit its columns")
             }
@@ -316,7 +316,7 @@ struct EntityTable: Sendable {
     /// The key of the last row (live or a tombstone); the table must not be empty.
     private var lastKey: Int64 {
         let (block, index) = locate(storedCount - 1)
-        return block.keys[index]
+        return block.key(index)
     }
 
     private func position(of primaryKey: Int64) -> Int? {
@@ -325,7 +325,7 @@ struct EntityTable: Sendable {
 
     /// The position of the row with `primaryKey` in `blocks` (laid out as a table's), if it is
     /// there: binary searches of the groups, then of the group's blocks, by their first keys,
-    /// then of the block's keys (every block is full but the last, and keys ascend).
+    /// then in the block (every block is full but the last, and keys ascend).
     static func position(of primaryKey: Int64, in blocks: [[RowBlock]]) -> Int? {
         blocks.withUnsafeBufferPointer { groups -> Int? in
             // The last group whose first key is at most `primaryKey`.
@@ -333,7 +333,7 @@ struct EntityTable: Sendable {
             var high = groups.count
             while low < high {
                 let middle = (low + high) / 2
-                if groups[middle][0].keys[0] <= primaryKey {
+                if groups[middle][0].firstKey <= primaryKey {
                     low = middle + 1
                 } else {
                     high = middle
@@ -346,29 +346,16 @@ struct EntityTable: Sendable {
                 var high = members.count
                 while low < high {
                     let middle = (low + high) / 2
-                    if members[middle].keys[0] <= primaryKey {
+                    if members[middle].firstKey <= primaryKey {
                         low = middle + 1
                     } else {
                         high = middle
                     }
                 }
                 guard low > 0 else { return nil }
-                let block = members[low - 1]
-                let keys = block.keys
-                var first = 0
-                var last = block.count
-                while first < last {
-                    let middle = (first + last) / 2
-                    let key = keys[middle]
-                    if key == primaryKey {
-                        return group * rowsPerGroup + (low - 1) * chunkCapacity + middle
-                    } else if key < primaryKey {
-                        first = middle + 1
-                    } else {
-                        last = middle
-                    }
+                return members[low - 1].index(of: primaryKey).map {
+                    group * rowsPerGroup + (low - 1) * chunkCapacity + $0
                 }
-                return nil
             }
         }
     }

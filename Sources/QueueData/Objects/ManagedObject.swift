@@ -74,7 +74,7 @@ open class ManagedObject: Hashable {
     /// committed row, kept by the row's block.
     final var _snapshotVersion: Int64 {
         guard let block = _committed else { return 0 }
-        return block.versions[Int(_committedIndex)]
+        return block.version(Int(_committedIndex))
     }
 
     /// What the context knows about the object.

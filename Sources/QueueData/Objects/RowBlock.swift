@@ -1,10 +1,16 @@
-/// Up to ``capacity`` committed rows of one entity, packed in one allocation: each row's primary
-/// key, version and fields (laid out by the entity's ``RowLayout``).
+/// Up to ``capacity`` committed rows of one entity, packed in one allocation: each row's fields
+/// (laid out by the entity's ``RowLayout``) and version, with the rows' primary keys.
 ///
 /// Blocks are how committed rows are stored once: an entity's table is a list of them, every
 /// snapshot of the table shares them, and an object made from a committed row reads its values
 /// in place, in the block (it holds the block, not a copy of the row). A deleted row stays as a
 /// tombstone (its version negated, its fields destroyed) until the table is compacted.
+///
+/// Keys and versions are kept narrow, as most blocks allow: a block whose keys follow one
+/// another (the rows of a store that only ever appended, and its deleted rows' tombstones)
+/// stores its first key only, and versions take 4 bytes a row. A block whose keys have a gap
+/// stores them all (8 bytes a row), and one with a version beyond 32 bits stores every version
+/// in 8 bytes as well — what a file holds is kept whatever it is.
 ///
 /// `@unchecked Sendable`: a block is written only by the table that made it while that table
 /// holds the only reference to it (``EntityTable`` checks `isKnownUniquelyReferenced` before every
@@ -17,10 +23,16 @@ final class RowBlock: @unchecked Sendable {
     let capacity: Int
     /// How many rows it holds (live rows and tombstones).
     private(set) var count = 0
-    /// The rows' primary keys, ascending.
-    let keys: UnsafeMutablePointer<Int64>
-    /// The rows' versions: positive for live rows, the last version negated for tombstones.
-    let versions: UnsafeMutablePointer<Int64>
+    /// The first row's primary key (0 while the block is empty).
+    private(set) var firstKey: Int64 = 0
+    /// The rows' primary keys, ascending, once they do not follow one another (`nil` while row
+    /// `i`'s key is `firstKey + i`).
+    private var explicitKeys: UnsafeMutablePointer<Int64>?
+    /// The rows' versions, or for a block with ``wideVersions`` their signs (clamped to 32
+    /// bits): positive for live rows, the last version negated for tombstones.
+    private let narrowVersions: UnsafeMutablePointer<Int32>
+    /// The rows' versions, once one of them does not fit in 32 bits.
+    private var wideVersions: UnsafeMutablePointer<Int64>?
     /// The rows' fields, ``RowLayout/rowSize`` bytes each.
     let rows: UnsafeMutableRawPointer
 
@@ -28,11 +40,10 @@ final class RowBlock: @unchecked Sendable {
     init(layout: RowLayout, capacity: Int) {
         self.layout = layout
         self.capacity = capacity
-        let storage = UnsafeMutableRawPointer.allocate(
-            byteCount: Swift.max(capacity * (16 + layout.rowSize), 8), alignment: 8)
-        keys = storage.bindMemory(to: Int64.self, capacity: capacity)
-        versions = (storage + capacity * 8).bindMemory(to: Int64.self, capacity: capacity)
-        rows = storage + capacity * 16
+        // The rows first (their size is a multiple of 8), then the versions.
+        rows = UnsafeMutableRawPointer.allocate(
+            byteCount: Swift.max(capacity * (layout.rowSize + 4), 8), alignment: 8)
+        narrowVersions = (rows + capacity * layout.rowSize).bindMemory(to: Int32.self, capacity: capacity)
     }
 
     /// A block of one row, for a committed row that lives in no table's blocks (a parent
@@ -44,11 +55,13 @@ final class RowBlock: @unchecked Sendable {
 
     deinit {
         if !layout.nontrivialColumns.isEmpty {
-            for index in 0..<count where versions[index] > 0 {
+            for index in 0..<count where isLive(index) {
                 layout.destroyRow(row(index))
             }
         }
-        UnsafeMutableRawPointer(keys).deallocate()
+        rows.deallocate()
+        explicitKeys?.deallocate()
+        wideVersions?.deallocate()
     }
 
     /// The fields of row `index`.
@@ -57,16 +70,96 @@ final class RowBlock: @unchecked Sendable {
         rows + index * layout.rowSize
     }
 
+    /// The primary key of row `index`.
+    @inline(__always)
+    func key(_ index: Int) -> Int64 {
+        if let explicitKeys {
+            return explicitKeys[index]
+        }
+        return firstKey &+ Int64(index)
+    }
+
+    /// The version of row `index`: positive for a live row, the last version negated for a
+    /// tombstone.
+    @inline(__always)
+    func version(_ index: Int) -> Int64 {
+        if let wideVersions {
+            return wideVersions[index]
+        }
+        return Int64(narrowVersions[index])
+    }
+
+    /// The index of the row with `primaryKey` (live or a tombstone), if the block has it: a
+    /// subtraction when the keys follow one another, a binary search otherwise.
+    func index(of primaryKey: Int64) -> Int? {
+        guard count > 0, primaryKey >= firstKey else { return nil }
+        guard let keys = explicitKeys else {
+            // `primaryKey - firstKey` fits in 64 bits unsigned (the key is not below the first).
+            let offset = UInt64(bitPattern: primaryKey &- firstKey)
+            return offset < UInt64(count) ? Int(offset) : nil
+        }
+        var first = 0
+        var last = count
+        while first < last {
+            let middle = (first + last) / 2
+            let key = keys[middle]
+            if key == primaryKey {
+                return middle
+            } else if key < primaryKey {
+                first = middle + 1
+            } else {
+                last = middle
+            }
+        }
+        return nil
+    }
+
+    /// Stores `version` as row `index`'s version, widening the block's versions if it does not
+    /// fit in 32 bits.
+    private func setVersion(_ version: Int64, at index: Int) {
+        if let wideVersions {
+            wideVersions[index] = version
+            narrowVersions[index] = Int32(clamping: version)
+        } else if let narrow = Int32(exactly: version) {
+            narrowVersions[index] = narrow
+        } else {
+            let wide = UnsafeMutablePointer<Int64>.allocate(capacity: capacity)
+            for other in 0..<count {
+                wide[other] = Int64(narrowVersions[other])
+            }
+            wideVersions = wide
+            wide[index] = version
+            narrowVersions[index] = Int32(clamping: version)
+        }
+    }
+
+    /// Stores `primaryKey` as the key of row `count` (the next one), which must be greater than
+    /// the previous row's.
+    private func appendKey(_ primaryKey: Int64) {
+        if count == 0 {
+            firstKey = primaryKey
+        } else if let explicitKeys {
+            explicitKeys[count] = primaryKey
+        } else if primaryKey &- firstKey != Int64(count) || primaryKey < firstKey {
+            let keys = UnsafeMutablePointer<Int64>.allocate(capacity: capacity)
+            for index in 0..<count {
+                keys[index] = firstKey &+ Int64(index)
+            }
+            keys[count] = primaryKey
+            explicitKeys = keys
+        }
+    }
+
     /// Whether row `index` is live (not a tombstone).
     @inline(__always)
     func isLive(_ index: Int) -> Bool {
-        versions[index] > 0
+        narrowVersions[index] > 0
     }
 
     /// Row `index` as a value (its fields read into stored values), with a reference to it here.
     func committedRow(at index: Int) -> CommittedRow {
         CommittedRow(
-            primaryKey: keys[index], version: versions[index],
+            primaryKey: key(index), version: version(index),
             values: isLive(index) ? layout.values(row(index), count: layout.columnCount) : [],
             reference: isLive(index) ? RowReference(block: self, index: index) : nil)
     }
@@ -85,8 +178,8 @@ final class RowBlock: @unchecked Sendable {
         if version > 0 {
             guard layout.initializeRow(row(count), from: values) else { return false }
         }
-        keys[count] = primaryKey
-        versions[count] = version
+        appendKey(primaryKey)
+        setVersion(version, at: count)
         count += 1
         return true
     }
@@ -97,8 +190,8 @@ final class RowBlock: @unchecked Sendable {
         if block.isLive(index) {
             layout.initializeRow(row(count), copying: block.row(index), byteCount: layout.rowSize)
         }
-        keys[count] = block.keys[index]
-        versions[count] = block.versions[index]
+        appendKey(block.key(index))
+        setVersion(block.version(index), at: count)
         count += 1
     }
 
@@ -127,15 +220,15 @@ final class RowBlock: @unchecked Sendable {
         } else if isLive(index) {
             layout.destroyRow(target)
         }
-        versions[index] = version
+        setVersion(version, at: index)
         return true
     }
 
     /// Makes live row `index` a tombstone: its fields are destroyed, its version negated.
     func delete(at index: Int) {
-        precondition(isLive(index), "QueueData: row \(keys[index]) is deleted already")
+        precondition(isLive(index), "QueueData: row \(key(index)) is deleted already")
         layout.destroyRow(row(index))
-        versions[index] = -versions[index]
+        setVersion(-version(index), at: index)
     }
 }
 
@@ -144,8 +237,8 @@ struct RowReference: Sendable {
     let block: RowBlock
     let index: Int
 
-    var primaryKey: Int64 { block.keys[index] }
-    var version: Int64 { block.versions[index] }
+    var primaryKey: Int64 { block.key(index) }
+    var version: Int64 { block.version(index) }
     /// The row's fields.
     var fields: UnsafeMutableRawPointer { block.row(index) }
     /// The row's values, read into their stored form.

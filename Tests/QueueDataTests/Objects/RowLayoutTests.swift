@@ -117,8 +117,12 @@ struct RowLayoutTests {
         layout.destroyRow(row)
     }
 
-    @Test("blocks keep every row through appends, copies, replacements and deletions", arguments: 0..<3)
+    @Test("blocks keep every row through appends, copies, replacements and deletions", arguments: 0..<8)
     func blocksMatchAReference(seed: Int) {
+        // Odd seeds: keys mostly follow one another (stored as the first key alone until a gap);
+        // seeds from 4: versions now and then beyond 32 bits (every version then stored wide).
+        let gapChance = seed % 2 == 0 ? 1.0 : 0.03
+        let wideVersionChance = seed >= 4 ? 0.05 : 0
         var generator = SeededGenerator(seed: UInt64(seed) &+ 100)
         let layout = RowLayout(
             columnKinds: [.string, .optionalData, .int64, .storedValue], transientKinds: [],
@@ -135,18 +139,23 @@ struct RowLayoutTests {
         }
         var block = RowBlock(layout: layout, capacity: 64)
         var reference: [(key: Int64, version: Int64, values: [StoredValue])] = []
-        var key: Int64 = 0
+        var key: Int64 = [0, -50, Int64.max - 5_000, Int64(UInt32.max) - 20][seed % 4]
         var shared: [(RowBlock, [(key: Int64, version: Int64, values: [StoredValue])])] = []
         for _ in 0..<2_000 {
             switch Int.random(in: 0..<10, using: &generator) {
             case 0..<4 where block.count < block.capacity:
-                key += Int64.random(in: 1...3, using: &generator)
+                key +=
+                    Double.random(in: 0..<1, using: &generator) < gapChance
+                    ? Int64.random(in: 2...40, using: &generator) : 1
                 let values = randomRow()
                 #expect(block.append(primaryKey: key, version: 1, values: values))
                 reference.append((key, 1, values))
             case 4..<6 where !reference.isEmpty:
                 let index = Int.random(in: reference.indices, using: &generator)
-                let version = abs(reference[index].version) + 1
+                let version =
+                    Double.random(in: 0..<1, using: &generator) < wideVersionChance
+                    ? Int64.random(in: Int64(Int32.max) - 2...Int64.max / 2, using: &generator)
+                    : abs(reference[index].version) + 1
                 let values = randomRow()
                 #expect(block.replace(at: index, version: version, values: values))
                 reference[index] = (reference[index].key, version, values)
@@ -175,8 +184,16 @@ struct RowLayoutTests {
         for (copy, rows) in shared + [(block, reference)] {
             #expect(copy.count == rows.count)
             for (index, row) in rows.enumerated() {
-                #expect(copy.keys[index] == row.key && copy.versions[index] == row.version)
+                #expect(copy.key(index) == row.key && copy.version(index) == row.version)
+                #expect(copy.isLive(index) == (row.version > 0))
                 #expect(copy.committedRow(at: index).values == row.values)
+                #expect(copy.index(of: row.key) == index)
+                if !rows.contains(where: { $0.key == row.key &+ 1 }) {
+                    #expect(copy.index(of: row.key &+ 1) == nil)
+                }
+            }
+            if let first = rows.first {
+                #expect(copy.index(of: first.key &- 1) == nil && copy.index(of: .min) == nil)
             }
         }
     }
