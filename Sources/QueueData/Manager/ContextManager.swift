@@ -42,7 +42,8 @@ public final class ContextManager: @unchecked Sendable {
     // Confined to `registryQueue`:
     private var storedDelegate: (any ContextManagerDelegate)?
     private var coordinator: StoreCoordinator?
-    private var contexts: [ObjectIdentifier: WeakContext] = [:]
+    /// The contexts made, by their queue's marker.
+    private let registry = ContextRegistry()
     private var storedMainContext: ManagedObjectContext?
     /// The store a ``migratePersistentStore(to:directory:name:)`` moved the manager to, used
     /// instead of the delegate's until the delegate is set again.
@@ -247,12 +248,12 @@ public final class ContextManager: @unchecked Sendable {
     /// ``close()``, on `registryQueue`.
     private func closeLocked() {
         closes += 1
-        let open = contexts.values.compactMap(\.context)
+        let open = registry.entries.values.compactMap(\.context)
         for context in open {
             context.invalidate(.managerClosed)
         }
         storedMainContext = nil
-        contexts = [:]
+        registry.entries = [:]
         if let coordinator {
             coordinator.sync { coordinator.close() }
         }
@@ -279,7 +280,7 @@ public final class ContextManager: @unchecked Sendable {
     /// running and awaits nothing else.
     public func closeGracefully() async {
         let open = registryQueue.sync { () -> [ManagedObjectContext] in
-            var open = contexts.values.compactMap(\.context)
+            var open = registry.entries.values.compactMap(\.context)
             if let storedMainContext, !open.contains(where: { $0 === storedMainContext }) {
                 open.append(storedMainContext)
             }
@@ -302,7 +303,7 @@ public final class ContextManager: @unchecked Sendable {
             throw StoreError(.closed, "The manager was closed while its store was loading; create the context again.")
         }
         if let marker = queue.getSpecific(key: queueMarkerKey),
-            let existing = contexts[ObjectIdentifier(marker)]?.context, existing.confinement.isValid
+            let existing = registry.entries[ObjectIdentifier(marker)]?.context, existing.confinement.isValid
         {
             return existing
         }
@@ -311,17 +312,17 @@ public final class ContextManager: @unchecked Sendable {
         let key = ObjectIdentifier(marker)
         let context = ManagedObjectContext(
             queue: queue, name: nil, coordinator: coordinator,
-            onDeinit: { [weak self] in
-                // Weak again inside: a queued cleanup must not keep the manager (and with it the
-                // store and its lock) alive after its owner let go of it.
-                self?.registryQueue.async { [weak self] in
-                    guard let self else { return }
-                    if self.contexts[key]?.context == nil {
-                        self.contexts[key] = nil
-                    }
+            onDeinit: { [registryQueue, weak registry] in
+                // The cleanup holds the registry, never the manager: were it to hold the manager
+                // even while it runs, letting go of the manager then would leave the last
+                // reference (and with it the store's close and its lock) to this block, a moment
+                // later on the registry's queue.
+                registryQueue.async { [weak registry] in
+                    guard let registry, registry.entries[key]?.context == nil else { return }
+                    registry.entries[key] = nil
                 }
             })
-        contexts[key] = WeakContext(context: context, marker: marker)
+        registry.entries[key] = WeakContext(context: context, marker: marker)
         return context
     }
 
@@ -416,6 +417,15 @@ public final class ContextManager: @unchecked Sendable {
             .appendingPathComponent(".local/share", isDirectory: true)
             .appendingPathComponent(name, isDirectory: true)
     }
+}
+
+/// The contexts a manager made, by their queue's marker.
+///
+/// `@unchecked Sendable`: ``entries`` is read and written on the manager's `registryQueue` only.
+/// A class apart from the manager so that a context's clean-up can reach it without holding
+/// the manager.
+private final class ContextRegistry: @unchecked Sendable {
+    var entries: [ObjectIdentifier: WeakContext] = [:]
 }
 
 /// A registry entry: contexts belong to their creators.

@@ -185,4 +185,30 @@ struct CoordinatorReleaseTests {
         #expect(store.closed.wait(timeout: .now() + 30) == .success, "the store was never closed")
         #expect(store.closesOnQueue == [true])
     }
+
+    @Test("a journal store whose manager and contexts are let go without close() opens again at once")
+    func reopensAtOnce() throws {
+        let directory = TemporaryDirectory("release-reopen")
+        for round in 0..<150 {
+            do {
+                let manager = journalManager(directory)
+                let context = try makeContext(manager, "released-\(round)")
+                let others = try (0..<6).map { try makeContext(manager, "other-\(round)-\($0)") }
+                try context.performAndWait {
+                    context.insert(Destination.self).name = "\(round)"
+                    try context.save()
+                }
+                // The other contexts merge the save on their queues; all of them then go.
+                for other in others {
+                    flush(other)
+                }
+            }
+            // Nothing of the old manager may hold the store's lock any more.
+            let manager = journalManager(directory)
+            let context = try makeContext(manager, "reopened-\(round)")
+            let count = try context.performAndWait { try context.count(for: FetchRequest<Destination>()) }
+            #expect(count == round + 1)
+            manager.close()
+        }
+    }
 }
