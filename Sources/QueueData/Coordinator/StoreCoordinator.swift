@@ -79,8 +79,11 @@ final class StoreCoordinator: @unchecked Sendable {
         queue.setSpecific(key: queueKey, value: true)
         self.model = model
         self.managerIdentifier = managerIdentifier
-        // The built-in journal hands its rows over as it decoded them (see `loadTables`).
-        var contents = try (store as? JournalStore)?.open(for: model, packingRows: true) ?? store.open(for: model)
+        // The built-in file stores hand their rows over as they decoded them (see `loadTables`).
+        var contents =
+            try (store as? JournalStore)?.open(for: model, packingRows: true)
+            ?? (store as? JSONFileStore)?.open(for: model, packingRows: true)
+            ?? store.open(for: model)
         // A store that recorded history keeps recording it; one that can starts when asked.
         let history = contents.history ?? (tracksHistory && store.keepsHistory ? StoreHistory() : nil)
         do {
@@ -181,7 +184,7 @@ final class StoreCoordinator: @unchecked Sendable {
         let storedEntities = Dictionary(contents.schema.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         var tables: [EntityTable] = []
         for entity in model.entities {
-            // The journal's rows as it decoded them when they are all in key order (the rule),
+            // The file store's rows as it decoded them when they are all in key order (the rule),
             // otherwise as stored rows.
             let entityPacked = contents.packedRows?[entity.name]
             let packed = entityPacked.flatMap { $0.isInKeyOrder ? $0 : nil }
@@ -222,7 +225,7 @@ final class StoreCoordinator: @unchecked Sendable {
             var loader = TableLoader(
                 entity: entity, storedColumnCount: stored.columnCount, nextKey: nextKey, locator: contents.rowLocator)
             if let packed, isIdentity {
-                // The journal's rows as it decoded them: no array per row.
+                // The file store's rows as it decoded them: no array per row.
                 try packed.forEachRowInKeyOrder { try loader.take($0, storedCount: $1.count, values: $1) }
             } else {
                 for row in packed?.storedRows() ?? rows {  // (packed: a schema in another column order)

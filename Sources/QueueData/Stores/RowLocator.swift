@@ -11,13 +11,21 @@ struct RowLocator: Sendable {
     /// its offset, and its line and column in a text file.
     let locate: @Sendable (_ error: inout StoreError, _ entityName: String, _ primaryKey: Int64) -> Void
 
+    /// Where the rows of one entity are in a text document: each row's primary key and byte
+    /// offset, in the document's order.
+    struct Places: Sendable {
+        var keys: [Int64] = []
+        var offsets: [Int] = []
+    }
+
     /// A locator for a text document: each row's byte offset, found by its primary key among
-    /// `rows` (only when there is an error to report).
-    static func text(bytes: [UInt8], rows: [String: [StoredRow]], offsets: [String: [Int]]) -> RowLocator {
+    /// `places` (only when there is an error to report).
+    static func text(bytes: [UInt8], places: [String: Places]) -> RowLocator {
         RowLocator { error, entityName, primaryKey in
-            guard let index = rows[entityName]?.firstIndex(where: { $0.primaryKey == primaryKey }),
-                let offset = offsets[entityName]?[index]
+            guard let entityPlaces = places[entityName],
+                let index = entityPlaces.keys.firstIndex(of: primaryKey)
             else { return }
+            let offset = entityPlaces.offsets[index]
             bytes.withUnsafeBytes { error.locate(offset, inText: $0) }
         }
     }

@@ -156,8 +156,9 @@ public struct StoreContents: Sendable {
     public var history: StoreHistory?
     /// Where each row is in the store's file, for errors about it (the built-in file stores).
     var rowLocator: RowLocator?
-    /// The rows of each entity as the journal decoded them, for the coordinator's open only
-    /// (``JournalStore/open(for:packingRows:)``): ``rows`` is empty then. The coordinator
+    /// The rows of each entity as a built-in file store decoded them, for the coordinator's open
+    /// only (``JournalStore/open(for:packingRows:)``, ``JSONFileStore/open(for:packingRows:)``):
+    /// ``rows`` is empty then. The coordinator
     /// adds them to its row blocks without an array per row; anything else reads ``rows``
     /// (see ``unpackRows()``).
     var packedRows: [String: JournalRows]?

@@ -139,6 +139,115 @@ struct JSONFileStoreTests {
     }
 
     @Test(
+        "hand-written rows in any order, listing any members in any order, open as written",
+        arguments: 0..<4)
+    func randomHandWrittenRows(seed: Int) throws {
+        var generator = SeededGenerator(seed: UInt64(seed) &+ 7_000)
+        let model = ManagedObjectModel([Destination.self])
+        let defaults: [String: String] = ["name": "\"\"", "country": "\"CH\"", "rating": "0", "visited": "null"]
+        for round in 0..<25 {
+            // Unique keys, ascending in some rounds (as QueueData writes them), shuffled in others.
+            var keys = Array(
+                Set(
+                    (0..<Int.random(in: 0...40, using: &generator)).map { _ in
+                        Int64.random(in: 1...200, using: &generator)
+                    }))
+            keys.sort()
+            if round % 3 != 0 {
+                keys.shuffle(using: &generator)
+            }
+            // Each row lists a random subset of its members, in a random order; the rest take
+            // their defaults (not the values of the row before).
+            var expected: [(key: Int64, name: String, country: String, rating: Int, visited: Date?)] = []
+            var lines: [String] = []
+            for key in keys {
+                var members = ["\"id\": \(key)"]
+                var row = (key: key, name: "", country: "CH", rating: 0, visited: Date?.none)
+                for member in ["name", "country", "rating", "visited"].shuffled(using: &generator)
+                where Bool.random(using: &generator) {
+                    switch member {
+                    case "name":
+                        row.name = "n\(Int.random(in: 0..<1000, using: &generator))"
+                        members.append("\"name\": \"\(row.name)\"")
+                    case "country":
+                        row.country = "c\(Int.random(in: 0..<10, using: &generator))"
+                        members.append("\"country\": \"\(row.country)\"")
+                    case "rating":
+                        row.rating = Int.random(in: -5...5, using: &generator)
+                        members.append("\"rating\": \(row.rating)")
+                    default:
+                        let seconds = Double(Int.random(in: 0..<100, using: &generator))
+                        row.visited = Date(timeIntervalSinceReferenceDate: seconds)
+                        members.append("\"visited\": \(seconds)")
+                    }
+                }
+                members.shuffle(using: &generator)
+                lines.append("{" + members.joined(separator: ", ") + "}")
+                expected.append(row)
+            }
+            expected.sort { $0.key < $1.key }
+            let attributes = ["name": "string", "country": "string", "rating": "integer64", "visited": "date"]
+                .sorted { $0.key < $1.key }
+                .map { name, type in
+                    #"{"name": "\#(name)", "type": "\#(type)", "optional": \#(name == "visited"), "default": \#(defaults[name]!)}"#
+                }
+            let document = """
+                {"format": "QueueData.JSONFileStore", "version": 1,
+                 "metadata": {"versionHash": "\(model.versionHash)",
+                              "storeIdentifier": "E621E1F8-C36C-495A-93FC-0C247A3E6E5F",
+                              "nextPrimaryKeys": {"Destination": 201}},
+                 "schema": [{"name": "Destination", "attributes": [\(attributes.joined(separator: ", "))]}],
+                 "rows": {"Destination": [\(lines.joined(separator: ",\n"))]}}
+                """
+            let directory = TemporaryDirectory("json-random-rows")
+            try directory.write(Array(document.utf8), to: "Store.json")
+            // Through the coordinator (the rows packed into its blocks) …
+            let manager = jsonManager(directory, model: model)
+            let context = try manager.createContext()
+            try context.performAndWait {
+                let all = try context.fetch(FetchRequest<Destination>())
+                #expect(all.map(\.objectID.primaryKey) == expected.map(\.key))
+                #expect(all.map(\.name) == expected.map(\.name))
+                #expect(all.map(\.country) == expected.map(\.country))
+                #expect(all.map(\.rating) == expected.map(\.rating))
+                #expect(all.map(\.visited) == expected.map(\.visited))
+            }
+            manager.close()
+            // … and through the store's own open, as a tool reads it.
+            let store = try JSONFileStore(directory: directory.url, name: "Store")
+            let contents = try store.open(for: model)
+            store.close()
+            let rows = try #require(contents.rows["Destination"])
+            #expect(rows.map(\.primaryKey).sorted() == expected.map(\.key))
+            // (In the document's column order: its schema lists the attributes by name.)
+            let name = try #require(contents.schema.first?.index(ofAttribute: "name"))
+            let country = try #require(contents.schema.first?.index(ofAttribute: "country"))
+            for row in rows {
+                let reference = try #require(expected.first { $0.key == row.primaryKey })
+                #expect(row.values[name] == .string(reference.name))
+                #expect(row.values[country] == .string(reference.country))
+            }
+            // A row repeating a key is refused, whichever row it repeats.
+            if let repeated = keys.randomElement(using: &generator) {
+                var withRepeat = lines
+                withRepeat.insert(
+                    "{\"id\": \(repeated)}", at: Int.random(in: 0...lines.count, using: &generator))
+                let repeatedDocument = document.replacingOccurrences(
+                    of: lines.joined(separator: ",\n"), with: withRepeat.joined(separator: ",\n"))
+                let other = TemporaryDirectory("json-random-repeat")
+                try other.write(Array(repeatedDocument.utf8), to: "Store.json")
+                #expect {
+                    try jsonManager(other, model: model).loadPersistentStore()
+                } throws: { error in
+                    (error as? StoreError)?.code == .corrupted
+                        && (error as? StoreError)?.message.contains("have the id \(repeated)") == true
+                }
+                #expect(try other.bytes(of: "Store.json") == Array(repeatedDocument.utf8))
+            }
+        }
+    }
+
+    @Test(
         "damaged or foreign documents are refused with a typed error and never modified",
         arguments: [
             ("empty", "", "corrupted"),

@@ -10,9 +10,11 @@ enum JSONDocumentReader {
         var formatVersion: Int
         var metadata: StoreMetadata
         var schema: [EntityDescription]
-        var rows: [String: [StoredRow]]
-        /// The byte offset of each row of `rows`, in the same order.
-        var rowOffsets: [String: [Int]]
+        /// Each entity's rows, packed as they were read (no array per row), in key order unless
+        /// the document lists them otherwise.
+        var rows: [String: JournalRows]
+        /// Where each entity's rows are in the document.
+        var rowPlaces: [String: RowLocator.Places]
     }
 
     enum Problem: Error {
@@ -106,7 +108,7 @@ enum JSONDocumentReader {
             metadata: StoreMetadata(
                 storeIdentifier: metadata.identifier, versionHash: metadata.hash,
                 nextPrimaryKeys: metadata.keys.mapValues(\.value), appliedMigrationSteps: metadata.steps),
-            schema: schema, rows: rows.rows, rowOffsets: rows.offsets)
+            schema: schema, rows: rows.rows, rowPlaces: rows.places)
     }
 
     /// The metadata as read, with the offsets of what is checked against the rest.
@@ -118,10 +120,15 @@ enum JSONDocumentReader {
         var steps: [String]
     }
 
-    /// The rows of each entity, and the offset of each row.
+    /// The rows of each entity, and where they are.
     private struct Rows {
-        var rows: [String: [StoredRow]] = [:]
-        var offsets: [String: [Int]] = [:]
+        var rows: [String: JournalRows] = [:]
+        var places: [String: RowLocator.Places] = [:]
+        /// The largest key of each entity's rows, and that row's offset.
+        var largest: [String: (key: Int64, offset: Int)] = [:]
+        /// The first row found with the key of an earlier row of its entity (refused by
+        /// `check`, after what is checked before rows; the row itself is left out).
+        var duplicate: (entityName: String, key: Int64, offset: Int)?
     }
 
     /// Checks what ties the parts of the document together: the version hash is the schema's,
@@ -149,28 +156,17 @@ enum JSONDocumentReader {
                     offset: counter.offset)
             }
         }
-        for (entityName, entityRows) in rows.rows {
-            let offsets = rows.offsets[entityName] ?? []
-            // QueueData writes rows in ascending order: then no key repeats, and no set is needed.
-            var largest: Int64 = 0
-            var ascending = true
-            for row in entityRows {
-                ascending = ascending && row.primaryKey > largest
-                largest = max(largest, row.primaryKey)
-            }
-            if !ascending {
-                var seen = Set<Int64>(minimumCapacity: entityRows.count)
-                for (index, row) in entityRows.enumerated() where !seen.insert(row.primaryKey).inserted {
-                    throw Problem.malformed(
-                        "two rows of '\(entityName)' have the id \(row.primaryKey)", offset: offsets[index])
-                }
-            }
+        if let duplicate = rows.duplicate {
+            throw Problem.malformed(
+                "two rows of '\(duplicate.entityName)' have the id \(duplicate.key)", offset: duplicate.offset)
+        }
+        for (entityName, largest) in rows.largest {
             let next = metadata.keys[entityName]
-            guard largest < (next?.value ?? 1) else {
+            guard largest.key < (next?.value ?? 1) else {
                 throw Problem.malformed(
                     "the next primary key of '\(entityName)' is \(next.map { "\($0.value)" } ?? "missing (1)"), "
-                        + "but a row has the id \(largest): keys would be handed out twice",
-                    offset: next?.offset ?? offsets[entityRows.firstIndex { $0.primaryKey == largest }!])
+                        + "but a row has the id \(largest.key): keys would be handed out twice",
+                    offset: next?.offset ?? largest.offset)
             }
         }
     }
@@ -361,14 +357,15 @@ enum JSONDocumentReader {
             guard let entity = entities[entityName] else {
                 throw scanner.failure("rows of '\(entityName)', which is not in the schema")
             }
-            var entityRows: [StoredRow] = []
-            var entityOffsets: [Int] = []
             let names = (entity.attributes.map(\.name) + entity.relationships.map(\.name)).map { Array($0.utf8) }
             let idKey = Array("id".utf8)
             let attributeCount = entity.attributes.count
             let types = entity.attributes.map(\.type)
             let optionals = entity.attributes.map(\.isOptional)
-            let noneSeen = [Bool](repeating: false, count: names.count)
+            let defaults = entity.defaultRow
+            var entityRows = JournalRows(columns: names.count)
+            var places = RowLocator.Places()
+            var largest: (key: Int64, offset: Int)?
             /// What a row's members set so far (passed to `member` as a parameter, not captured:
             /// captured variables are checked for exclusive access dynamically at every member).
             struct RowState {
@@ -408,10 +405,16 @@ enum JSONDocumentReader {
                 row.values[index] = try readValue(
                     &scanner, type: types[index], isOptional: optionals[index], name: entity.attributes[index].name)
             }
+            // One row's state, reused from row to row (so that no row makes an array).
+            var row = RowState(values: defaults, seen: [Bool](repeating: false, count: names.count))
             try scanner.forEachElement { scanner in
                 scanner.skipWhitespace()
                 let start = scanner.position
-                var row = RowState(values: entity.defaultRow, seen: noneSeen)
+                row.primaryKey = nil
+                row.expected = 0
+                for index in row.seen.indices {
+                    row.seen[index] = false
+                }
                 try scanner.expect(UInt8(ascii: "{"))
                 if try !scanner.consume(UInt8(ascii: "}")) {
                     while true {
@@ -431,11 +434,29 @@ enum JSONDocumentReader {
                 guard let primaryKey = row.primaryKey else {
                     throw scanner.failure("a row of '\(entityName)' has no id", at: start)
                 }
-                entityRows.append(StoredRow(primaryKey: primaryKey, values: row.values))
-                entityOffsets.append(start)
+                // Members the row does not list take their defaults (over the previous row's).
+                for index in row.seen.indices where !row.seen[index] {
+                    row.values[index] = defaults[index]
+                }
+                // QueueData writes rows in ascending order: then no key repeats, and no look-up
+                // is needed.
+                if let last = largest, primaryKey <= last.key {
+                    guard entityRows[primaryKey] == nil else {
+                        if rows.duplicate == nil {
+                            rows.duplicate = (entityName, primaryKey, start)
+                        }
+                        return
+                    }
+                } else {
+                    largest = (primaryKey, start)
+                }
+                entityRows.append(row.values, forKey: primaryKey)
+                places.keys.append(primaryKey)
+                places.offsets.append(start)
             }
             rows.rows[entityName] = entityRows
-            rows.offsets[entityName] = entityOffsets
+            rows.places[entityName] = places
+            rows.largest[entityName] = largest
         }
         return rows
     }

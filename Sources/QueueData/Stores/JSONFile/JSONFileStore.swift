@@ -67,10 +67,17 @@ public final class JSONFileStore: PersistentStore {
     /// it with ``replaceContents(with:keepingOriginalAs:)`` or refuses it. Opening with the
     /// current model removes the originals earlier migrations kept.
     public func open(for model: ManagedObjectModel) throws -> StoreContents {
+        try open(for: model, packingRows: false)
+    }
+
+    /// ``open(for:)``; with `packingRows`, the rows are returned as the document was read, in
+    /// ``StoreContents/packedRows`` (for the coordinator, which adds them to its row blocks
+    /// without an array per row).
+    func open(for model: ManagedObjectModel, packingRows: Bool) throws -> StoreContents {
         try lifecycle.open(
             for: model,
             seed: { [url] bytes in
-                let seed = try Self.decode(bytes, url: url)
+                let seed = try Self.decode(bytes, url: url, packingRows: packingRows)
                 return (seed.metadata, { seed })
             },
             create: {
@@ -78,19 +85,20 @@ public final class JSONFileStore: PersistentStore {
                 try write(
                     metadata: empty.metadata, schema: model.entities, rowCount: { _ in 0 }, forEachRow: { _, _ in })
             },
-            load: { try decode(path: files.path) })
+            load: { try decode(path: files.path, packingRows: packingRows) })
     }
 
     /// The contents of the JSON store document at `path`.
-    private func decode(path: String) throws -> StoreContents {
-        try Self.decode(try files.read(path, "read the JSON store \(path)"), url: url)
+    private func decode(path: String, packingRows: Bool = false) throws -> StoreContents {
+        try Self.decode(try files.read(path, "read the JSON store \(path)"), url: url, packingRows: packingRows)
     }
 
-    /// The contents of a JSON store document, `bytes`, read from `url`.
+    /// The contents of a JSON store document, `bytes`, read from `url`; with `packingRows`, the
+    /// rows are in ``StoreContents/packedRows``.
     ///
     /// - Throws: ``StoreError`` (`.unsupportedFormat`, `.corrupted` with its line and column),
     ///   never a trap, whatever the bytes.
-    static func decode(_ bytes: [UInt8], url: URL?) throws -> StoreContents {
+    static func decode(_ bytes: [UInt8], url: URL?, packingRows: Bool = false) throws -> StoreContents {
         let document: JSONDocumentReader.Document
         do {
             document = try Self.read(bytes)
@@ -108,8 +116,12 @@ public final class JSONFileStore: PersistentStore {
             bytes.withUnsafeBytes { error.locate(offset, inText: $0) }
             throw error
         }
-        var contents = StoreContents(metadata: document.metadata, schema: document.schema, rows: document.rows)
-        contents.rowLocator = .text(bytes: bytes, rows: document.rows, offsets: document.rowOffsets)
+        var contents = StoreContents(metadata: document.metadata, schema: document.schema, rows: [:])
+        contents.packedRows = document.rows
+        if !packingRows {
+            contents.unpackRows()
+        }
+        contents.rowLocator = .text(bytes: bytes, places: document.rowPlaces)
         return contents
     }
 

@@ -1,6 +1,6 @@
-/// The rows of one entity while a journal is read: kept in key order as the snapshot and the
-/// ever-increasing keys of later inserts deliver them (looked up by binary search, never
-/// hashed), with the rare row inserted below the highest key kept aside.
+/// The rows of one entity while a journal (or a JSON store document) is read: kept in key order
+/// as the snapshot and the ever-increasing keys of later inserts deliver them (looked up by
+/// binary search, never hashed), with the rare row inserted below the highest key kept aside.
 ///
 /// Replaces a dictionary by primary key: opening a store no longer hashes every row, and the
 /// rows come out in key order, as the coordinator keeps them, without sorting them. The values
