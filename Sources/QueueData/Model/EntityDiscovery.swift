@@ -187,7 +187,11 @@ enum EntityDiscovery {
             to: ObjectConstructionParameters(
                 entity: entity, confinement: confinement, objectID: ObjectID(key: key, rawValue: -1),
                 values: nil, committed: nil, isPrototype: true))
-        // Never freed: it lives as long as the process, as the prototypes it builds.
+        // Never freed: it lives as long as the process, as the prototypes it builds — and so do
+        // the references it holds without retaining them.
+        _ = Unmanaged.passRetained(entity)
+        _ = Unmanaged.passRetained(confinement)
+        _ = Unmanaged.passRetained(key)
         return ObjectConstruction(parameters: parameters)
     }()
 }

@@ -206,16 +206,17 @@ open class ManagedObject: Hashable {
             }
         }
         self._confinement = parameters.pointee.confinement
-        self._objectID = parameters.pointee.objectID
+        self._objectID = ObjectID(key: parameters.pointee.key, rawValue: parameters.pointee.rawKey)
         let state: ObjectState = parameters.pointee.isPrototype ? [.detached] : [.constructing]
         let layout = entity.rowLayout
-        if let committed = parameters.pointee.committed {
-            self._committed = committed.block
-            self._committedIndex = UInt16(truncatingIfNeeded: committed.index)
+        let committedFields = parameters.pointee.committedBlock.map { $0.row(parameters.pointee.committedIndex) }
+        if let committedFields {
+            self._committed = parameters.pointee.committedBlock
+            self._committedIndex = UInt16(truncatingIfNeeded: parameters.pointee.committedIndex)
             if parameters.pointee.values == nil && !layout.hasTransientSlots {
                 // A committed row, with no transient attributes: shared, not copied.
                 self._stateBits = state.rawValue
-                self._row = UnsafeRawPointer(committed.fields)
+                self._row = UnsafeRawPointer(committedFields)
                 return
             }
         }
@@ -225,8 +226,8 @@ open class ManagedObject: Hashable {
         layout.initializeRow(storage, copying: layout.defaults, byteCount: layout.objectRowSize)
         if let values = parameters.pointee.values {
             _load(values)
-        } else if let committed = parameters.pointee.committed {
-            _load(UnsafeRawPointer(committed.fields))
+        } else if let committedFields {
+            _load(UnsafeRawPointer(committedFields))
         }
     }
 
@@ -705,15 +706,42 @@ public struct ObjectConstruction: @unchecked Sendable {
 }
 
 /// What ``ObjectConstruction`` points to.
+///
+/// The references are not retained: whoever makes the parameters keeps what they refer to
+/// alive for as long as the parameters are used (``ManagedObject/_make(entity:confinement:objectID:values:reference:)``
+/// holds them as its arguments; the discovery prototype's live as long as the process). Only
+/// the object retains what it keeps: one retain and release fewer of each, per object made.
 struct ObjectConstructionParameters {
-    let entity: EntityDescription
-    let confinement: QueueConfinement
-    let objectID: ObjectID
+    unowned(unsafe) let entity: EntityDescription
+    unowned(unsafe) let confinement: QueueConfinement
+    /// The object's ID: its key's entity key, and its raw value.
+    unowned(unsafe) let key: EntityKey
+    let rawKey: Int64
     /// The values the object starts with (the columns), when they are not the committed row's.
     let values: [StoredValue]?
-    /// The committed row the object was made from, if any (its version is the row's).
-    let committed: RowReference?
+    /// The block of the committed row the object was made from, if any (its version is the
+    /// row's), and the row's index in it.
+    unowned(unsafe) let committedBlock: RowBlock?
+    let committedIndex: Int
     let isPrototype: Bool
+
+    init(
+        entity: EntityDescription,
+        confinement: QueueConfinement,
+        objectID: ObjectID,
+        values: [StoredValue]?,
+        committed: RowReference?,
+        isPrototype: Bool
+    ) {
+        self.entity = entity
+        self.confinement = confinement
+        self.key = objectID.key
+        self.rawKey = objectID.rawValue
+        self.values = values
+        self.committedBlock = committed?.block
+        self.committedIndex = committed?.index ?? 0
+        self.isPrototype = isPrototype
+    }
 }
 
 extension ManagedObject {
@@ -750,6 +778,7 @@ extension ManagedObject {
         precondition(objectID.key.entity === entity, "QueueData: an object's ID must have its coordinator's key")
         let saved = qd_construction_begin(entity.rowLayout.offsetTable, entity.objectSlotCount, entity.columnCount)
         defer { qd_construction_set(saved) }
+        // (Every reference the parameters hold is an argument of this call: alive throughout.)
         var parameters = ObjectConstructionParameters(
             entity: entity, confinement: confinement, objectID: objectID, values: values, committed: reference,
             isPrototype: false)
