@@ -186,17 +186,20 @@ open class ManagedObject: Hashable {
     /// `required init(_ construction: ObjectConstruction) { super.init(construction) }` and
     /// must not assign attributes before calling it.
     public required init(_ construction: ObjectConstruction) {
-        // Read in place: copying the parameters would retain every reference they hold.
+        // Read in place: copying the parameters would retain every reference they hold. The
+        // common paths read only what the parameters hold by value (a reference read from them
+        // is retained and released around its use): the entity only when something is wrong,
+        // its layout only for an object with a row of its own.
         let parameters = construction.parameters
-        let entity = parameters.pointee.entity
-        let count = entity.columnCount
-        if !parameters.pointee.isPrototype && entity.managedObjectClass != ManagedObject.self {
+        if parameters.pointee.checksDeclarations {
             let declared = qd_attribute_slot_get()
             let declaredRelationships = qd_relationship_slot_get()
-            let declaredTransients = qd_transient_slot_get() - count
-            if declared != entity.attributes.count || declaredRelationships != entity.relationships.count
-                || declaredTransients != entity.transientAttributes.count
+            let declaredTransients = qd_transient_slot_get() - parameters.pointee.columnCount
+            if declared != parameters.pointee.attributeCount
+                || declaredRelationships != parameters.pointee.relationshipCount
+                || declaredTransients != parameters.pointee.transientCount
             {
+                let entity = parameters.pointee.entity
                 fatalError(
                     "QueueData: \(type(of: self)) declares \(declared) @Attribute (and \(declaredTransients) "
                         + "transient) and \(declaredRelationships) @Relationship properties but its entity "
@@ -208,18 +211,18 @@ open class ManagedObject: Hashable {
         self._confinement = parameters.pointee.confinement
         self._objectID = ObjectID(key: parameters.pointee.key, rawValue: parameters.pointee.rawKey)
         let state: ObjectState = parameters.pointee.isPrototype ? [.detached] : [.constructing]
-        let layout = entity.rowLayout
-        let committedFields = parameters.pointee.committedBlock.map { $0.row(parameters.pointee.committedIndex) }
+        let committedFields = parameters.pointee.committedFields
         if let committedFields {
             self._committed = parameters.pointee.committedBlock
             self._committedIndex = UInt16(truncatingIfNeeded: parameters.pointee.committedIndex)
-            if parameters.pointee.values == nil && !layout.hasTransientSlots {
+            if parameters.pointee.sharesCommittedRow {
                 // A committed row, with no transient attributes: shared, not copied.
                 self._stateBits = state.rawValue
-                self._row = UnsafeRawPointer(committedFields)
+                self._row = committedFields
                 return
             }
         }
+        let layout = parameters.pointee.entity.rowLayout
         let storage = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(layout.objectRowSize, 8), alignment: 8)
         self._stateBits = state.rawValue | ObjectState._ownsRow
         self._row = UnsafeRawPointer(storage)
@@ -227,7 +230,7 @@ open class ManagedObject: Hashable {
         if let values = parameters.pointee.values {
             _load(values)
         } else if let committedFields {
-            _load(UnsafeRawPointer(committedFields))
+            _load(committedFields)
         }
     }
 
@@ -723,7 +726,20 @@ struct ObjectConstructionParameters {
     /// row's), and the row's index in it.
     unowned(unsafe) let committedBlock: RowBlock?
     let committedIndex: Int
+    /// The committed row's fields, in `committedBlock`.
+    let committedFields: UnsafeRawPointer?
+    /// Whether the object shares the committed row (it has one, takes no other values and has
+    /// no transient attributes).
+    let sharesCommittedRow: Bool
     let isPrototype: Bool
+    /// Whether the slots the subclass's attributes took are checked against the entity's
+    /// counts (not for a prototype, nor for an entity described without a subclass).
+    let checksDeclarations: Bool
+    /// The entity's counts, for that check.
+    let columnCount: Int
+    let attributeCount: Int
+    let relationshipCount: Int
+    let transientCount: Int
 
     init(
         entity: EntityDescription,
@@ -740,7 +756,14 @@ struct ObjectConstructionParameters {
         self.values = values
         self.committedBlock = committed?.block
         self.committedIndex = committed?.index ?? 0
+        self.committedFields = committed.map { UnsafeRawPointer($0.fields) }
+        self.sharesCommittedRow = committed != nil && values == nil && !entity.rowLayout.hasTransientSlots
         self.isPrototype = isPrototype
+        self.checksDeclarations = !isPrototype && entity.managedObjectClass != ManagedObject.self
+        self.columnCount = entity.columnCount
+        self.attributeCount = entity.attributes.count
+        self.relationshipCount = entity.relationships.count
+        self.transientCount = entity.transientAttributes.count
     }
 }
 
