@@ -77,13 +77,15 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
             if !isKnownUniquelyReferenced(&pages[pageIndex]) {
                 pages[pageIndex] = pages[pageIndex]!.copy()
             }
-            let page = pages[pageIndex]!
-            let hadObject = page.slots[slot] != nil
-            page.slots[slot] = newValue
+            // Through the list each time, not a local reference to the page: binding one
+            // retained and released the page around every registration.
+            let slots = pages[pageIndex].unsafelyUnwrapped.slots
+            let hadObject = slots[slot] != nil
+            slots[slot] = newValue
             let change = (newValue == nil ? 0 : 1) - (hadObject ? 1 : 0)
-            page.count += change
+            pages[pageIndex].unsafelyUnwrapped.count += change
             count += change
-            if page.count == 0 {
+            if change < 0, pages[pageIndex].unsafelyUnwrapped.count == 0 {
                 pages[pageIndex] = nil
             }
         }

@@ -36,6 +36,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     let confinement: QueueConfinement
     let coordinator: StoreCoordinator
     let model: ManagedObjectModel
+    /// Each entity (of `model`) and its entity key (of `coordinator`), unretained: both hold
+    /// them as long as the context. Objects are made from them without retaining and releasing
+    /// each around every object (see `makeObject(entityIndex:reference:)`).
+    private let objectParts: [(entity: Unmanaged<EntityDescription>, key: Unmanaged<EntityKey>)]
     private let onDeinit: @Sendable () -> Void
     var observer: (any NSObjectProtocol)?
     /// The changes of the save whose ``didSaveNotification`` this context is posting (`nil`
@@ -121,6 +125,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
         self.parent = parent
         self.coordinator = coordinator
         self.model = coordinator.model
+        self.objectParts = zip(coordinator.model.entities, coordinator.entityKeys).map {
+            (Unmanaged.passUnretained($0), Unmanaged.passUnretained($1))
+        }
         self.onDeinit = onDeinit
         self.confinement = QueueConfinement(queue: queue, contextName: name)
         self.registry = Array(repeating: [:], count: coordinator.model.entities.count)
@@ -414,10 +421,14 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// An unregistered object (`detached`) for the committed row at `reference`, sharing it.
     func makeObject(entityIndex: Int, reference: RowReference) -> ManagedObject {
-        let object = ManagedObject._make(
-            entity: model.entities[entityIndex], confinement: confinement,
-            objectID: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: reference.primaryKey),
-            reference: reference)
+        let parts = objectParts[entityIndex]
+        let object = parts.entity._withUnsafeGuaranteedRef { entity in
+            parts.key._withUnsafeGuaranteedRef { key in
+                ManagedObject._make(
+                    entity: entity, confinement: confinement, key: key, rawKey: reference.primaryKey,
+                    reference: reference)
+            }
+        }
         object._state = [.detached]
         return object
     }

@@ -185,7 +185,7 @@ enum EntityDiscovery {
         let parameters = UnsafeMutablePointer<ObjectConstructionParameters>.allocate(capacity: 1)
         parameters.initialize(
             to: ObjectConstructionParameters(
-                entity: entity, confinement: confinement, objectID: ObjectID(key: key, rawValue: -1),
+                entity: entity, confinement: confinement, key: key, rawKey: -1,
                 values: nil, committed: nil, isPrototype: true))
         // Never freed: it lives as long as the process, as the prototypes it builds — and so do
         // the references it holds without retaining them.

@@ -711,7 +711,7 @@ public struct ObjectConstruction: @unchecked Sendable {
 /// What ``ObjectConstruction`` points to.
 ///
 /// The references are not retained: whoever makes the parameters keeps what they refer to
-/// alive for as long as the parameters are used (``ManagedObject/_make(entity:confinement:objectID:values:reference:)``
+/// alive for as long as the parameters are used (``ManagedObject/_make(entity:confinement:key:rawKey:values:reference:)``
 /// holds them as its arguments; the discovery prototype's live as long as the process). Only
 /// the object retains what it keeps: one retain and release fewer of each, per object made.
 struct ObjectConstructionParameters {
@@ -744,15 +744,16 @@ struct ObjectConstructionParameters {
     init(
         entity: EntityDescription,
         confinement: QueueConfinement,
-        objectID: ObjectID,
+        key: EntityKey,
+        rawKey: Int64,
         values: [StoredValue]?,
         committed: RowReference?,
         isPrototype: Bool
     ) {
         self.entity = entity
         self.confinement = confinement
-        self.key = objectID.key
-        self.rawKey = objectID.rawValue
+        self.key = key
+        self.rawKey = rawKey
         self.values = values
         self.committedBlock = committed?.block
         self.committedIndex = committed?.index ?? 0
@@ -797,13 +798,28 @@ extension ManagedObject {
         values: [StoredValue]? = nil,
         reference: RowReference?
     ) -> ManagedObject {
+        _make(
+            entity: entity, confinement: confinement, key: objectID.key, rawKey: objectID.rawValue, values: values,
+            reference: reference)
+    }
+
+    /// ``_make(entity:confinement:objectID:values:reference:)`` for the ID of `key` and
+    /// `rawKey`.
+    static func _make(
+        entity: EntityDescription,
+        confinement: QueueConfinement,
+        key: EntityKey,
+        rawKey: Int64,
+        values: [StoredValue]? = nil,
+        reference: RowReference?
+    ) -> ManagedObject {
         // The object finds its entity through its ID's key.
-        precondition(objectID.key.entity === entity, "QueueData: an object's ID must have its coordinator's key")
+        precondition(key.entity === entity, "QueueData: an object's ID must have its coordinator's key")
         let saved = qd_construction_begin(entity.rowLayout.offsetTable, entity.objectSlotCount, entity.columnCount)
         defer { qd_construction_set(saved) }
         // (Every reference the parameters hold is an argument of this call: alive throughout.)
         var parameters = ObjectConstructionParameters(
-            entity: entity, confinement: confinement, objectID: objectID, values: values, committed: reference,
+            entity: entity, confinement: confinement, key: key, rawKey: rawKey, values: values, committed: reference,
             isPrototype: false)
         let object = withUnsafePointer(to: &parameters) { pointer in
             entity.managedObjectClass.init(ObjectConstruction(parameters: pointer))
