@@ -467,6 +467,8 @@ private struct CandidateScan {
     let constraint: (AttributeConstraint, Int)?
     let layout: RowLayout
     let includesPendingChanges: Bool
+    /// Whether every committed row matches (no predicate, no constraint): then none is looked at.
+    let matchesEveryRow: Bool
     /// The reusable object unregistered rows are matched through, so that rows that do not
     /// match never allocate anything.
     var scratch: ManagedObject?
@@ -489,6 +491,7 @@ private struct CandidateScan {
         self.constraint = constraint
         self.layout = layout
         self.includesPendingChanges = includesPendingChanges
+        matchesEveryRow = predicate == nil && constraint == nil
     }
 
     /// Offers the row (or the context's object for it) to `body` if it matches.
@@ -504,10 +507,10 @@ private struct CandidateScan {
                 if try matches(object) {
                     keepGoing = try body(.object(object))
                 }
-            } else if try matchesCommitted(row) {
+            } else if try matchesEveryRow || matchesCommitted(row) {
                 keepGoing = try body(.object(object))
             }
-        } else if try matchesCommitted(row) {
+        } else if try matchesEveryRow || matchesCommitted(row) {
             keepGoing = try body(.row(entityIndex: entityIndex, row: row))
         }
     }
