@@ -70,6 +70,121 @@ struct IdentityMapTests {
         }
     }
 
+    @Test("objects only the map refers to are released, wherever their keys live; a copy keeps them")
+    func releasesUnreferencedObjects() throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "identity-map-release")
+        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
+        var random = SeededGenerator(seed: seed)
+        context.performAndWait {
+            let shared = (0..<8).map { _ in context.insert(Destination.self) as ManagedObject }
+            // Objects that, once handed to the map, only the map refers to: inserted, then rolled
+            // back so that their context lets go of them.
+            var fresh: [ManagedObject] = []
+            func takeFresh() -> ManagedObject {
+                if fresh.isEmpty {
+                    fresh = (0..<64).map { _ in context.insert(Destination.self) as ManagedObject }
+                    context.rollback()
+                }
+                return fresh.removeLast()
+            }
+            var map = IdentityMap()
+            var reference: [Int64: ObjectIdentifier] = [:]
+            var onlyInMap: Set<Int64> = []
+            var temporaryBase = Int64.min + Int64(random.next() % 1_000_000)
+            for step in 0..<20_000 {
+                if step % 2_000 == 0 {
+                    temporaryBase += Int64(random.next() % 5_000)
+                }
+                let key: Int64
+                switch random.next() % 6 {
+                case 0: key = Int64(random.next() % 400_000) + 1
+                case 1: key = Int64(bitPattern: random.next())
+                case 2, 3, 4: key = temporaryBase + Int64(random.next() % 3_000)
+                default: key = Int64(random.next() % 300)
+                }
+                switch random.next() % 6 {
+                case 0:
+                    let object = shared[Int(random.next() % 8)]
+                    map[key] = object
+                    reference[key] = ObjectIdentifier(object)
+                    onlyInMap.remove(key)
+                case 1, 2:
+                    let object = takeFresh()
+                    reference[key] = ObjectIdentifier(object)
+                    map[key] = object
+                    onlyInMap.insert(key)
+                case 3:
+                    #expect(
+                        map.removeValue(forKey: key).map(ObjectIdentifier.init) == reference.removeValue(forKey: key))
+                    onlyInMap.remove(key)
+                case 4:
+                    let releasable = random.next() % 4 != 0
+                    let released = map.releaseIfUnreferenced(key: key) { _ in releasable }
+                    #expect(released == (releasable && onlyInMap.contains(key)), "step \(step) (seed \(seed))")
+                    if released {
+                        reference[key] = nil
+                        onlyInMap.remove(key)
+                    }
+                default:
+                    #expect(map[key].map(ObjectIdentifier.init) == reference[key], "step \(step) (seed \(seed))")
+                }
+                if step % 1_500 == 0 {
+                    // While a copy shares the map's pages, nothing is released from either.
+                    let copy = map
+                    #expect(map.releaseUnreferenced { _ in true } == 0)
+                    #expect(copy.count == reference.count && map.count == reference.count)
+                }
+                if step % 4_000 == 3_999 {
+                    #expect(map.releaseUnreferenced { _ in true } == onlyInMap.count, "seed \(seed)")
+                    for key in onlyInMap {
+                        reference[key] = nil
+                    }
+                    onlyInMap = []
+                }
+                #expect(map.count == reference.count, "step \(step) (seed \(seed))")
+            }
+            var seen: [Int64: ObjectIdentifier] = [:]
+            for (key, object) in map {
+                #expect(seen.updateValue(ObjectIdentifier(object), forKey: key) == nil, "a key listed twice")
+            }
+            #expect(seen == reference, "seed \(seed)")
+            context.rollback()
+        }
+    }
+
+    @Test("a context's inserted objects are paged by their temporary keys, and found after their save")
+    func temporaryKeysArePaged() throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "identity-map-temporary")
+        try context.performAndWait {
+            let other = try makeContext(manager, "identity-map-temporary-other")
+            var inserted: [Destination] = []
+            for round in 0..<6 {
+                for index in 0..<500 {
+                    let object = context.insert(Destination.self)
+                    object.name = "d\(round)-\(index)"
+                    inserted.append(object)
+                }
+                // Another context's inserts take temporary keys between this context's.
+                other.performAndWait {
+                    for _ in 0..<(round * 700) { _ = other.insert(Destination.self) }
+                    other.rollback()
+                }
+                for object in inserted {
+                    #expect(context.registeredObject(for: object.objectID) === object)
+                }
+            }
+            try context.save()
+            for object in inserted {
+                #expect(!object.objectID.isTemporaryID)
+                #expect(context.registeredObject(for: object.objectID) === object)
+            }
+            #expect(context.registeredObjects.count == inserted.count)
+        }
+    }
+
     @Test("an object registered beyond the pages moves into them when they grow over its key")
     func farKeysMoveIntoPages() throws {
         let manager = makeManager()
