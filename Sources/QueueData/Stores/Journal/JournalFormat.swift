@@ -45,7 +45,7 @@ enum JournalFormat {
             writer.writeUInt64(epoch)
             writer.writeUInt64(baseSequence)
             writer.write(contentsOf: repeatElement(0, count: 12))
-            let crc = writer.bytes.withUnsafeBytes { CRC32C.checksum($0) }
+            let crc = writer.withUnsafeBytes { CRC32C.checksum($0) }
             writer.writeUInt32(CRC32C.mask(crc))
             return writer.bytes
         }
@@ -115,7 +115,7 @@ enum JournalFormat {
         writer.writeUInt32(UInt32(truncatingIfNeeded: epoch))
         writer.writeUInt64(sequence)
         writer.write(contentsOf: payload)
-        let crc = writer.bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...])) }
+        let crc = writer.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[4...])) }
         writer.setUInt32(CRC32C.mask(crc), at: 0)
         return writer.bytes
     }
