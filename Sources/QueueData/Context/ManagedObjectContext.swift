@@ -300,11 +300,16 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     private func insertObject(entityIndex: Int) -> ManagedObject {
-        let entity = model.entities[entityIndex]
-        let objectID = ObjectID.temporary(for: coordinator.entityKeys[entityIndex])
-        let object = ManagedObject._make(entity: entity, confinement: confinement, objectID: objectID)
+        // Made from the context's unretained entity and key, as fetched objects are.
+        let parts = objectParts[entityIndex]
+        let rawKey = ObjectID.temporaryRawValue()
+        let object = parts.entity._withUnsafeGuaranteedRef { entity in
+            parts.key._withUnsafeGuaranteedRef { key in
+                ManagedObject._make(entity: entity, confinement: confinement, key: key, rawKey: rawKey, reference: nil)
+            }
+        }
         object._state = [.inserted, .noted, .insertedInEvent]
-        registry[entityIndex][objectID.rawValue] = object
+        registry[entityIndex][rawKey] = object
         pendingInserts.append(object)
         changedSinceProcessing.append(object)
         undoManagerValue?.recordInsertion(object)

@@ -28,7 +28,12 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// one is greater than the last (a new object's key goes last in a to-many relationship's
     /// sorted keys) and every one is less than every primary key.
     static func temporary(for key: EntityKey) -> ObjectID {
-        ObjectID(key: key, rawValue: Int64.min + temporaryIDCounter.wrappingAdd(1, ordering: .relaxed).newValue)
+        ObjectID(key: key, rawValue: temporaryRawValue())
+    }
+
+    /// The raw value of a new temporary ID (see ``temporary(for:)``).
+    static func temporaryRawValue() -> Int64 {
+        Int64.min + temporaryIDCounter.wrappingAdd(1, ordering: .relaxed).newValue
     }
 
     /// Whether the object has not been saved yet.
