@@ -26,7 +26,8 @@ struct CommitPlanner {
         var tables: [EntityTable]
         /// What the saving context is told (without a durability ticket).
         var outcome: SaveOutcome
-        /// The rows the commit inserted, restored or updated, and the ones it deleted.
+        /// The rows the commit inserted, restored or updated (listed only when there are
+        /// uniqueness indexes to update), and the ones it deleted.
         var written: [(entityIndex: Int, row: CommittedRow)]
         var deleted: [RowKey]
     }
@@ -331,11 +332,13 @@ struct CommitPlanner {
             deleted: plan.deletes.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.primaryKey) })
         let outcome = SaveOutcome(
             inserted: allInsertedRows, upsertedInserts: Set(upserts.keys), finalRows: finalRows,
-            changedRows: changedRows, restoredRows: restoredRows, deletedKeys: plan.deletes, changes: saveChanges,
+            deletedKeys: plan.deletes, changes: saveChanges,
             durabilityTicket: nil)
         return Result(
             changeSet: changeSet, tables: updatedTables, outcome: outcome,
-            written: zip(inserts, insertedRows).map { ($0.entityIndex, $1) } + restoredRows + changedRows,
+            // Only the uniqueness indexes read them: no list to build and free without any.
+            written: uniquenessIndexes.isEmpty
+                ? [] : zip(inserts, insertedRows).map { ($0.entityIndex, $1) } + restoredRows + changedRows,
             deleted: plan.deletes)
     }
 

@@ -75,10 +75,6 @@ struct SaveOutcome: Sendable {
     /// The committed state, after the save, of every object the request updated or deleted:
     /// the row, or `nil` if the object no longer exists.
     var finalRows: [RowKey: CommittedRow?]
-    /// Rows this commit changed, for other contexts to merge.
-    var changedRows: [(entityIndex: Int, row: CommittedRow)]
-    /// Rows this commit wrote back after another save had deleted them.
-    var restoredRows: [(entityIndex: Int, row: CommittedRow)]
     /// Rows this commit deleted.
     var deletedKeys: [RowKey]
     /// What every other context merges (the payload of the saving context's
