@@ -36,6 +36,13 @@ struct SortKeyTests {
         var long = String(repeating: "a", count: 17)
         #expect(PackedASCII(&accented) == nil)
         #expect(PackedASCII(&long) == nil)
+        // A byte beyond ASCII in either word, or in the last place, refuses the string.
+        for var string in ["abcdefghij\u{80}", "abcdefgh\u{7F}\u{E9}", "\u{E9}abcdefghijklmn", "abcdefghijklmn\u{E9}"] {
+            #expect(PackedASCII(&string) == nil, "\(string.debugDescription)")
+        }
+        var longest = "abcdefghijklmnop"
+        var shorter = "abcdefghijklmno"
+        #expect(PackedASCII(&shorter)! < PackedASCII(&longest)!)
     }
 
     @Test("one-column string orders agree with sorting the strings, packed or not", arguments: [false, true])
