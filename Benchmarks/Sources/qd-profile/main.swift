@@ -15,7 +15,8 @@
 // store of N records in DIR, then exit), open (open the journal store in DIR and close it),
 // write-json and open-json (the same with a JSON store), lookup
 // (1,000 fetches of one record by an indexed code, in one block, in a store of N: its per-lookup
-// cost is a run's total less a `lookup-seed` run's, over 1,000).
+// cost is a run's total less a `lookup-seed` run's, over 1,000), save-one (N one-object durable
+// saves on a journal store of 10,000 records: its "per row" is per save).
 
 import Foundation
 import QueueData
@@ -128,6 +129,22 @@ case "open", "open-json":
     let manager = ContextManager(
         delegate: Store(type: workload == "open" ? .journal : .jsonFile, directory: directory))
     try manager.loadPersistentStore()
+    manager.close()
+case "save-one":
+    // N one-object durable saves (each sets one record's age) on a journal store of 10,000
+    // records: the per-save cost is a 2N run's total less an N run's, over N.
+    let target = directory.appendingPathComponent("qd-profile-\(ProcessInfo.processInfo.processIdentifier)")
+    defer { try? FileManager.default.removeItem(at: target) }
+    let manager = ContextManager(delegate: Store(type: .journal, directory: target))
+    try seed(manager, 10_000)
+    let context = try manager.createContext()
+    try context.performAndWait {
+        let records = try context.fetch(FetchRequest<Record>())
+        for index in 0..<count {
+            records[(index &* 7919) % records.count].age &+= 1
+            try context.save()
+        }
+    }
     manager.close()
 case "journal":
     let target = directory.appendingPathComponent("qd-profile-\(ProcessInfo.processInfo.processIdentifier)")

@@ -88,7 +88,51 @@ extension ManagedObjectContext {
             object._apply(row, keepingLocalChanges: true, byOwnSave: byOwnSave)
             taken.append(object._objectID)
         }
+        if !taken.isEmpty {
+            rebaseObjects(
+                ontoBlocksOf: taken.lazy.compactMap { [registry] id in
+                    id.key.entityIndex.flatMap { registry[$0][id.rawValue] }
+                })
+        }
         return taken
+    }
+
+    /// Moves the objects whose committed rows live in an older copy of the block each of
+    /// `objects` now holds its committed row in, onto that block (see
+    /// ``rebaseObjects(onto:entityIndex:)``). Objects that follow one another in a block take it
+    /// once.
+    func rebaseObjects<Objects: Sequence<ManagedObject>>(ontoBlocksOf objects: Objects) {
+        var last: RowBlock?
+        for object in objects {
+            guard let block = object._committed, block !== last, let entityIndex = object._objectID.key.entityIndex,
+                entityIndex < registry.count
+            else { continue }
+            last = block
+            rebaseObjects(onto: block, entityIndex: entityIndex)
+        }
+    }
+
+    /// Points every object of this context whose committed row is in `block` at its key and
+    /// version, but which still holds an older copy of the block, at the row in `block`.
+    ///
+    /// A save that writes a row copies its block when anything else holds the block (every
+    /// object of the block's rows does): without this, each object kept the copy it last took
+    /// alive, and a context holding its objects while saving them one at a time kept a 128-row
+    /// block per saved object (10,000 one-object saves of distinct objects of a 10,000-row store:
+    /// 52 MB more resident). Moved here, the objects read the same values (a row's version
+    /// changes with its values) and the older copy goes once no other context holds it.
+    func rebaseObjects(onto block: RowBlock, entityIndex: Int) {
+        // Rebasing changes objects, never the map: read through one copy of it.
+        let objects = registry[entityIndex]
+        for index in 0..<block.count where block.isLive(index) {
+            let key = block.key(index)
+            guard let object = objects[key], let current = object._committed, current !== block else { continue }
+            let currentIndex = Int(object._committedIndex)
+            guard currentIndex < current.count, current.key(currentIndex) == key,
+                current.version(currentIndex) == block.version(index)
+            else { continue }
+            object._rebase(onto: block, index: index)
+        }
     }
 
     /// Applies the delete rules of objects another context's save deleted to the objects here

@@ -219,6 +219,11 @@ extension ManagedObjectContext {
         // state, as a merge would. (Their number says nothing: an upsert can leave a saved
         // update's row as it was and change another.)
         let changedByCommit = takeCommittedRows(outcome.changes.updated, byOwnSave: true)
+        // The saved objects' blocks are new copies where the commit wrote into a block that
+        // other objects still hold: those objects move onto them, and the older copies can go.
+        rebaseObjects(ontoBlocksOf: inserts)
+        rebaseObjects(ontoBlocksOf: savedUpdates)
+        rebaseObjects(ontoBlocksOf: restoring)
         clearPendingChanges()
         if permanentKeysForChildren != nil {
             if hasLiveChildren {

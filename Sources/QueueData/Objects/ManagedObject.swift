@@ -179,6 +179,17 @@ open class ManagedObject: Hashable {
         _committedIndex = UInt16(truncatingIfNeeded: reference.index)
     }
 
+    /// Points the object at row `index` of `block`: the same committed row (key and version) in
+    /// a later copy of the block it points into, made by a save that wrote another of the
+    /// block's rows. It reads the same values, and no longer holds the older copy.
+    final func _rebase(onto block: RowBlock, index: Int) {
+        if _stateBits & ObjectState._ownsRow == 0 {
+            _row = UnsafeRawPointer(block.row(index))
+        }
+        _committed = block
+        _committedIndex = UInt16(truncatingIfNeeded: index)
+    }
+
     /// Creates an object. Only QueueData can make an ``ObjectConstruction``: insert objects
     /// with ``ManagedObjectContext/insert(_:)`` instead of calling this.
     ///

@@ -194,4 +194,70 @@ struct SharedRowTests {
             }
         }
     }
+
+    @Test(
+        "objects held while their rows are saved one at a time, here and in another context, keep one copy of each block",
+        arguments: [false, true])
+    func savedOneAtATimeKeepOneBlockCopy(inserting: Bool) throws {
+        let count = 1_000
+        let (manager, _) = try seededDestinations(inserting ? 0 : count, "rebase-\(inserting)")
+        let saver = try makeContext(manager, "rebase-saver-\(inserting)")
+        let watcher = try makeContext(manager, "rebase-watcher-\(inserting)")
+        var generator = SeededGenerator(seed: inserting ? 7 : 8)
+        // The saver's objects and the values it saved, by name.
+        var saved: [Destination] = []
+        var expected: [String: Int] = [:]
+        if inserting {
+            // One insert per save: each save appends to the block the previous ones filled.
+            try saver.performAndWait {
+                for number in 0..<300 {
+                    let destination = saver.insert(Destination.self)
+                    destination.name = "d\(number)"
+                    destination.rating = number
+                    try saver.save()
+                    saved.append(destination)
+                    expected[destination.name] = number
+                }
+            }
+        } else {
+            saved = try saver.performAndWait { try saver.fetch(FetchRequest<Destination>()) }
+            for destination in saved { saver.performAndWait { expected[destination.name] = destination.rating } }
+        }
+        let watched = try watcher.performAndWait { try watcher.fetch(FetchRequest<Destination>()) }
+        // Distinct objects, each changed and saved on its own; the watcher merges every save.
+        let order = saved.indices.shuffled(using: &generator)
+        for (round, index) in order.prefix(300).enumerated() {
+            try saver.performAndWait {
+                saved[index].rating = 10_000 + round
+                expected[saved[index].name] = 10_000 + round
+                try saver.save()
+            }
+            watcher.performAndWait {}  // The merge of that save has run.
+        }
+        func distinctBlocks(_ objects: [Destination], in context: ManagedObjectContext) -> Int {
+            context.performAndWait { Set(objects.compactMap { $0._committed.map(ObjectIdentifier.init) }).count }
+        }
+        let blocks = (saved.count + 127) / 128
+        #expect(distinctBlocks(saved, in: saver) <= blocks, "the saver's objects hold one copy of each block")
+        #expect(distinctBlocks(watched, in: watcher) <= blocks, "the watcher's objects hold one copy of each block")
+        // And every object still reads its committed values, shared with the table's rows.
+        saver.performAndWait {
+            for destination in saved {
+                #expect(destination.rating == expected[destination.name])
+                #expect(destination._row == UnsafeRawPointer(destination._committedFields!))
+            }
+        }
+        watcher.performAndWait {
+            for destination in watched {
+                #expect(destination.rating == expected[destination.name])
+                #expect(!destination.hasChanges)
+            }
+        }
+        let fresh = try makeContext(manager, "rebase-fresh-\(inserting)")
+        try fresh.performAndWait {
+            let all = try fresh.fetch(FetchRequest<Destination>())
+            #expect(all.count == saved.count)
+            #expect(all.allSatisfy { expected[$0.name] == $0.rating })
+        }
+    }
 }
