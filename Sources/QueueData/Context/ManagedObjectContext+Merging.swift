@@ -122,6 +122,8 @@ extension ManagedObjectContext {
     /// 52 MB more resident). Moved here, the objects read the same values (a row's version
     /// changes with its values) and the older copy goes once no other context holds it.
     func rebaseObjects(onto block: RowBlock, entityIndex: Int) {
+        // A block the commit made (rows appended past the last block) has no older copy.
+        guard block.isCopy else { return }
         // Rebasing changes objects, never the map: read through one copy of it.
         let objects = registry[entityIndex]
         for index in 0..<block.count where block.isLive(index) {

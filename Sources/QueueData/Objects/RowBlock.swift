@@ -35,6 +35,9 @@ final class RowBlock: @unchecked Sendable {
     private var wideVersions: UnsafeMutablePointer<Int64>?
     /// The rows' fields, ``RowLayout/rowSize`` bytes each.
     let rows: UnsafeMutableRawPointer
+    /// Whether the block is a copy of another (``copy(capacity:)``), which objects may still
+    /// read: only then can a context's objects need moving onto it after a save.
+    private(set) var isCopy = false
 
     /// An empty block for `capacity` rows.
     init(layout: RowLayout, capacity: Int) {
@@ -201,6 +204,7 @@ final class RowBlock: @unchecked Sendable {
         for index in 0..<count {
             copy.append(copyOf: index, in: self)
         }
+        copy.isCopy = true
         return copy
     }
 
