@@ -376,7 +376,7 @@ enum JSONDocumentReader {
             }
             // Keys compared as bytes; rows usually list attributes in schema order.
             func member(_ key: UnsafeRawBufferPointer, _ scanner: inout JSONScanner, _ row: inout RowState) throws {
-                if key.elementsEqual(idKey) {
+                if JSONScanner.isSame(key, idKey) {
                     guard row.primaryKey == nil else { throw scanner.failure("a row lists its id twice") }
                     let position = scanner.position
                     let id = try scanner.integer()
@@ -387,9 +387,9 @@ enum JSONDocumentReader {
                     return
                 }
                 let index: Int
-                if row.expected < names.count, key.elementsEqual(names[row.expected]) {
+                if row.expected < names.count, JSONScanner.isSame(key, names[row.expected]) {
                     index = row.expected
-                } else if let found = names.firstIndex(where: { key.elementsEqual($0) }) {
+                } else if let found = names.firstIndex(where: { JSONScanner.isSame(key, $0) }) {
                     index = found
                 } else {
                     throw scanner.failure(

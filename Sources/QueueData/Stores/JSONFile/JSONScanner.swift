@@ -31,10 +31,28 @@ struct JSONScanner {
     }
 
     /// The next non-whitespace byte, without consuming it.
+    /// The next byte that is not whitespace (the scanner moves up to it).
+    @inline(__always)
     mutating func peek() throws -> UInt8 {
+        // Inline when the next byte is not whitespace (every whitespace byte is at most 0x20).
+        if position < bytes.count, bytes[position] > 0x20 {
+            return bytes[position]
+        }
+        return try peekPastWhitespace()
+    }
+
+    private mutating func peekPastWhitespace() throws -> UInt8 {
         skipWhitespace()
         guard position < bytes.count else { throw failure("unexpected end of the document") }
         return bytes[position]
+    }
+
+    /// Whether `key`'s bytes are `name`'s.
+    @inline(__always)
+    static func isSame(_ key: UnsafeRawBufferPointer, _ name: [UInt8]) -> Bool {
+        guard key.count == name.count else { return false }
+        guard let base = key.baseAddress, !name.isEmpty else { return true }
+        return name.withUnsafeBytes { memcmp(base, $0.baseAddress!, key.count) == 0 }
     }
 
     mutating func expect(_ byte: UInt8) throws {
