@@ -144,6 +144,9 @@ final class StoreCoordinator: @unchecked Sendable {
     /// Closes the store when the last context and the manager are gone without `close()`,
     /// so its files and lock are released.
     deinit {
+        // libdispatch keys specifics by the key object's address: the mark goes before the key,
+        // or a key allocated at the same address later would read it.
+        defer { queue.setSpecific(key: queueKey, value: nil) }
         // The store is closed on the coordinator's queue, like every other call it gets (a store
         // may rely on its calls never running concurrently); inline when the last reference went
         // away on that queue already, where waiting for it would wait for itself. Nothing else

@@ -80,6 +80,13 @@ final class QueueConfinement: @unchecked Sendable {
         }
     }
 
+    deinit {
+        // libdispatch keys specifics by the key object's address: the mark goes before the key,
+        // or a key allocated at the same address later would read it (the context's queue may
+        // live on, `DispatchQueue.main` forever).
+        queue.setSpecific(key: key, value: nil)
+    }
+
     /// The thread-local token that marks this confinement's blocks.
     @inlinable
     var token: UnsafeRawPointer {

@@ -35,10 +35,6 @@ public final class ContextManager: @unchecked Sendable {
     private let loadingKey = DispatchSpecificKey<Bool>()
     /// Identifies this manager's coordinators (and so its contexts' saves) to its observers.
     let identifier = UUID()
-    /// Marks the queues this manager made contexts for. `DispatchQueue` wrappers are not
-    /// unique (on Linux, every `DispatchQueue.main` is a new object), but a queue's specifics
-    /// belong to the queue itself.
-    private let queueMarkerKey = DispatchSpecificKey<QueueMarker>()
     // Confined to `registryQueue`:
     private var storedDelegate: (any ContextManagerDelegate)?
     private var coordinator: StoreCoordinator?
@@ -55,6 +51,12 @@ public final class ContextManager: @unchecked Sendable {
     public init(delegate: (any ContextManagerDelegate)? = nil) {
         self.storedDelegate = delegate
         loadingQueue.setSpecific(key: loadingKey, value: true)
+    }
+
+    deinit {
+        // libdispatch keys specifics by the key object's address: the mark goes before the key,
+        // or a key allocated at the same address later would read it.
+        loadingQueue.setSpecific(key: loadingKey, value: nil)
     }
 
     /// The configuration: model, store name, type and directory. Held strongly.
@@ -302,14 +304,11 @@ public final class ContextManager: @unchecked Sendable {
         guard coordinator === self.coordinator else {
             throw StoreError(.closed, "The manager was closed while its store was loading; create the context again.")
         }
-        if let marker = queue.getSpecific(key: queueMarkerKey),
-            let existing = registry.entries[ObjectIdentifier(marker)]?.context, existing.confinement.isValid
-        {
+        let marker = QueueMarker.marker(of: queue)
+        let key = ObjectIdentifier(marker)
+        if let existing = registry.entries[key]?.context, existing.confinement.isValid {
             return existing
         }
-        let marker = QueueMarker()
-        queue.setSpecific(key: queueMarkerKey, value: marker)
-        let key = ObjectIdentifier(marker)
         let context = ManagedObjectContext(
             queue: queue, name: nil, coordinator: coordinator,
             onDeinit: { [registryQueue, weak registry] in
@@ -435,5 +434,31 @@ private struct WeakContext {
     let marker: QueueMarker
 }
 
-/// Identifies a queue to a manager, stored in the queue's specifics.
-private final class QueueMarker: Sendable {}
+/// Identifies a queue to the managers, stored in the queue's specifics.
+///
+/// `DispatchQueue` wrappers are not unique (on Linux, every `DispatchQueue.main` is a new
+/// object), but a queue's specifics belong to the queue itself. A queue gets one marker, shared
+/// by every manager, under one process-wide key: libdispatch keys specifics by the key object's
+/// address, and a queue outlives the managers that marked it (`DispatchQueue.main` lives
+/// forever), so a key that belonged to a manager would leave its mark behind when it was freed,
+/// to be read through whatever key was allocated at that address next (a coordinator's queue
+/// key, making the queue look like the coordinator's).
+private final class QueueMarker: Sendable {
+    /// The process-wide key. Never freed: nothing is ever read through it but markers.
+    private static let key = DispatchSpecificKey<QueueMarker>()
+    /// Where a queue gets its marker: one at a time, so that two managers making a first
+    /// context for the same queue at once agree on its marker.
+    private static let assignment = DispatchQueue(label: "QueueData.QueueMarker")
+
+    /// The marker of `queue`, made and stored there the first time.
+    static func marker(of queue: DispatchQueue) -> QueueMarker {
+        assignment.sync {
+            if let existing = queue.getSpecific(key: key) {
+                return existing
+            }
+            let marker = QueueMarker()
+            queue.setSpecific(key: key, value: marker)
+            return marker
+        }
+    }
+}

@@ -86,6 +86,48 @@ struct ContextManagerTests {
         #expect(names == ["from the main queue"])
     }
 
+    @Test("two managers each make their own context for a queue, and keep handing out that one")
+    func twoManagersOneQueue() throws {
+        let first = makeManager()
+        let second = makeManager()
+        let queue = DispatchQueue(label: "shared by two managers")
+        let a = try first.createContext(for: queue)
+        let b = try second.createContext(for: queue)
+        #expect(a !== b)
+        #expect(try first.createContext(for: queue) === a)
+        #expect(try second.createContext(for: queue) === b)
+        #expect(try first.createContext(for: .main) !== second.createContext(for: .main))
+        #expect(try first.createContext(for: .main) === first.mainContext)
+    }
+
+    @Test(
+        "a queue that managers now gone made contexts for is never taken for a new manager's coordinator or loading queue"
+    )
+    func queueMarkedByManagersNowGone() throws {
+        // A manager marks the queues it makes contexts for. Were the mark keyed by an object of
+        // the manager's, the mark would outlive the key, and a later key allocated at the same
+        // address would read it: the queue would look like a coordinator's (a save from it
+        // traps as a re-entrant commit) or a loading queue (a load from it throws).
+        let queue = DispatchQueue(label: "marked by many managers")
+        for round in 0..<200 {
+            for _ in 0..<8 {
+                let gone = makeManager()
+                _ = try gone.createContext(for: queue)
+                gone.close()
+            }
+            let manager = makeManager()
+            let context = try manager.createContext(for: queue)
+            let names = try queue.sync {
+                let object = context.insert(Destination.self)
+                object.name = "round \(round)"
+                try context.save()
+                return try context.fetch(FetchRequest<Destination>()).map(\.name)
+            }
+            #expect(names == ["round \(round)"])
+            manager.close()
+        }
+    }
+
     @Test("loading is lazy, idempotent, and close() makes the manager load again")
     func loadAndClose() throws {
         let store = InMemoryStore()
