@@ -80,6 +80,7 @@ extension ManagedObjectContext {
     /// - Returns: The IDs of the objects that took a row.
     func takeCommittedRows(_ rows: [(ObjectID, CommittedRow)], byOwnSave: Bool) -> [ObjectID] {
         var taken: [ObjectID] = []
+        var applied: [ManagedObject] = []
         for (objectID, row) in rows {
             guard let entityIndex = entityIndex(of: objectID),
                 let object = registry[entityIndex][objectID.rawValue],
@@ -87,13 +88,9 @@ extension ManagedObjectContext {
             else { continue }
             object._apply(row, keepingLocalChanges: true, byOwnSave: byOwnSave)
             taken.append(object._objectID)
+            applied.append(object)
         }
-        if !taken.isEmpty {
-            rebaseObjects(
-                ontoBlocksOf: taken.lazy.compactMap { [registry] id in
-                    id.key.entityIndex.flatMap { registry[$0][id.rawValue] }
-                })
-        }
+        rebaseObjects(ontoBlocksOf: applied)
         return taken
     }
 
