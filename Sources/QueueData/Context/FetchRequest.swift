@@ -46,6 +46,16 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// forms) or
     /// ``init(where:startsWith:predicate:sortBy:)``.
     public var attributeConstraint: AttributeConstraint?
+    /// Sorts by stored attributes, by name (Core Data's `NSSortDescriptor(key:ascending:)`),
+    /// applied before ``sortDescriptors``: the results are ordered by these first, then by the
+    /// sort descriptors among objects these leave tied. Read from the rows rather than through
+    /// key paths, so a large sort costs less; see ``AttributeSort``. Empty by default.
+    public var attributeSorts: [AttributeSort] = []
+
+    /// Whether the request orders its results (by attribute sorts or sort descriptors).
+    var isSorted: Bool {
+        !attributeSorts.isEmpty || !sortDescriptors.isEmpty
+    }
 
     /// Creates a fetch request.
     public init(
@@ -63,6 +73,28 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
         self.includesPendingChanges = includesPendingChanges
         self.includesSubentities = includesSubentities
         self.entityName = nil
+    }
+
+    /// Creates a fetch request sorted by stored attributes, by name (see ``AttributeSort``).
+    ///
+    /// ```swift
+    /// let request = FetchRequest<Destination>(
+    ///     predicate: #Predicate { $0.rating > 3 },
+    ///     sortedBy: [AttributeSort("name")],
+    ///     fetchLimit: 10)
+    /// ```
+    public init(
+        predicate: Predicate<Result>? = nil,
+        sortedBy attributeSorts: [AttributeSort],
+        fetchLimit: Int = 0,
+        fetchOffset: Int = 0,
+        includesPendingChanges: Bool = true,
+        includesSubentities: Bool = true
+    ) {
+        self.init(
+            predicate: predicate, fetchLimit: fetchLimit, fetchOffset: fetchOffset,
+            includesPendingChanges: includesPendingChanges, includesSubentities: includesSubentities)
+        self.attributeSorts = attributeSorts
     }
 
     /// Creates a fetch request for the objects whose attribute `attributeName` equals `value`

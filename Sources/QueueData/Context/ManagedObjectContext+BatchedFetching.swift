@@ -76,7 +76,7 @@ extension ManagedObjectContext {
                 defer { batch.removeAll(keepingCapacity: true) }
                 try visit(batch, body)
             }
-            if request.sortDescriptors.isEmpty {
+            if !request.isSorted {
                 // Streamed: only the current batch is held.
                 var skipped = 0
                 var visited = 0
@@ -136,52 +136,6 @@ extension ManagedObjectContext {
         }
     }
 
-    /// The order of `candidates` by the request's sort descriptors, reading committed rows
-    /// through one reusable object per entity where they are not registered.
-    private func sortedOrder<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>) throws -> [Int] {
-        var scratch: [Int: ManagedObject] = [:]
-        func probe(_ entityIndex: Int, _ row: RowReference) -> Result {
-            if let probe = scratch[entityIndex] {
-                probe._takeCommittedRow(row)
-                return unsafeDowncast(probe, to: Result.self)
-            }
-            let probe = makeObject(entityIndex: entityIndex, reference: row)
-            scratch[entityIndex] = probe
-            return unsafeDowncast(probe, to: Result.self)
-        }
-        let order = SortKey.order(count: candidates.count, by: request.sortDescriptors) { index -> Result in
-            switch candidates[index] {
-            case .object(let object):
-                // Matched on committed values, so sorted on them too.
-                if !request.includesPendingChanges, object._state.contains(.updated),
-                    let committed = object._committedReference
-                {
-                    return probe(object._objectID.key.entityIndex!, committed)
-                }
-                return unsafeDowncast(object, to: Result.self)
-            case .row(let entityIndex, let row):
-                return probe(entityIndex, row)
-            }
-        }
-        if let order {
-            return order
-        }
-        // Keys that cannot be extracted: sort materialized objects with the descriptors.
-        var indexed = candidates.enumerated().map { IndexedObject(index: $0.offset, object: object(for: $0.element)) }
-        let descriptors = request.sortDescriptors
-        indexed.sort { left, right in
-            for descriptor in descriptors {
-                let result = descriptor.compare(
-                    unsafeDowncast(left.object, to: Result.self), unsafeDowncast(right.object, to: Result.self))
-                if result != .orderedSame {
-                    return result == .orderedAscending
-                }
-            }
-            return left.index < right.index
-        }
-        return indexed.map(\.index)
-    }
-
     /// The objects matching `request` as the fetch would return them, without registering
     /// the ones made for committed rows.
     private func fetchUnregistered<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
@@ -191,17 +145,11 @@ extension ManagedObjectContext {
             return true
         }
         var order = Array(candidates.indices)
-        if !request.sortDescriptors.isEmpty {
+        if request.isSorted {
             order = try sortedOrder(of: candidates, request)
         }
         return order[pageRange(count: order.count, request)].map {
             unsafeDowncast(object(for: candidates[$0]), to: Result.self)
         }
     }
-}
-
-/// An object and its position before sorting.
-private struct IndexedObject {
-    let index: Int
-    let object: ManagedObject
 }

@@ -50,7 +50,7 @@ extension ManagedObjectContext {
     public func fetchObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID] {
         checkConfined()
         return try confinement.withMarkedBlock {
-            guard request.sortDescriptors.isEmpty else {
+            guard !request.isSorted else {
                 return try matchingObjects(request).map(\._objectID)
             }
             // Unsorted: the IDs of the matches, without making objects of committed rows.
@@ -144,7 +144,7 @@ extension ManagedObjectContext {
     /// The objects `request` returns, sorted and paged, each of class `Result`; objects made
     /// for committed rows are unregistered (`detached`) until the caller registers them.
     private func matchingObjects<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObject] {
-        guard !request.sortDescriptors.isEmpty else {
+        guard request.isSorted else {
             // Each match becomes an object as the scan finds it.
             var objects: [ManagedObject] = []
             try forEachPageCandidate(request) { candidate in
@@ -157,67 +157,115 @@ extension ManagedObjectContext {
             candidates.append(candidate)
             return true
         }
-        if request.includesPendingChanges, let order = orderReadingRows(of: candidates, request) {
-            // Only the page becomes objects.
-            let page = pageRange(count: order.count, request)
-            var objects: [ManagedObject] = []
-            objects.reserveCapacity(page.count)
-            for position in page {
-                objects.append(object(for: candidates[order[position]]))
-            }
-            return objects
+        // A limited page needs only the order's first positions (the top 20 of a million), found
+        // without sorting the rest when the others are committed rows that need no object.
+        let end = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
+        let hasRows = candidates.contains { if case .row = $0 { true } else { false } }
+        let prefix = request.fetchLimit > 0 && !end.overflow && hasRows ? end.partialValue : nil
+        let order = try sortedOrder(of: candidates, request, prefix: prefix)
+        // Only the page becomes objects.
+        let page = pageRange(count: order.count, request)
+        var objects: [ManagedObject] = []
+        objects.reserveCapacity(page.count)
+        for position in page {
+            objects.append(object(for: candidates[order[position]]))
         }
-        var objects = candidates.map { unsafeDowncast(object(for: $0), to: Result.self) }
-        if request.includesPendingChanges {
-            objects.sortByExtractedKeys(using: request.sortDescriptors)
-        } else {
-            // Matched on committed values, so sorted on them too: objects with unsaved changes
-            // are represented by unregistered copies holding their committed row.
-            var proxies = objects
-            for (index, object) in objects.enumerated()
-            where object._state.contains(.updated) && !object._state.contains(.detached) {
-                if let committed = object._committedReference {
-                    let proxy = makeObject(entityIndex: object._objectID.key.entityIndex!, reference: committed)
-                    proxies[index] = unsafeDowncast(proxy, to: Result.self)
-                }
-            }
-            let original = Dictionary(
-                uniqueKeysWithValues: zip(proxies.map(ObjectIdentifier.init), objects))
-            proxies.sortByExtractedKeys(using: request.sortDescriptors)
-            objects = proxies.map { original[ObjectIdentifier($0)]! }
-        }
-        return objects[pageRange(count: objects.count, request)].map { $0 as ManagedObject }
+        return objects
     }
 
-    /// The order of `candidates` by `request`'s sort descriptors, what `sortByExtractedKeys`
-    /// returns for their objects, with the keys of committed rows not yet registered read on one
+    /// The order of `candidates` by `request`'s sorts — its attribute sorts, then its sort
+    /// descriptors, ties in candidate order — as positions; with a `prefix`, only the first
+    /// `prefix` positions.
+    ///
+    /// Keys are extracted once per candidate: attribute sorts read the row's value, sort
+    /// descriptors their key path, and committed rows that are not registered are read on one
     /// reusable object per entity (loaded with each row in turn, as predicates read them), so
-    /// that no object is made for a row outside the returned page. `nil` when the keys cannot be
-    /// extracted (then sort objects).
-    private func orderReadingRows<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>) -> [Int]? {
-        guard candidates.count > 1, candidates.contains(where: { if case .row = $0 { true } else { false } }) else {
-            return nil
+    /// that no object is made for a row outside the returned page. When a sort descriptor's keys
+    /// cannot be extracted (a string comparator, a value of another type), the candidates become
+    /// objects and are compared with the descriptors. Without pending changes, objects are sorted
+    /// on the committed values they were matched on.
+    func sortedOrder<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>, prefix: Int? = nil) throws
+        -> [Int]
+    {
+        let entityIndexes = fetchedEntityIndexes(for: request)
+        let readers = request.attributeSorts.map {
+            AttributeSortReader($0, entityIndexes: entityIndexes, model: model)
         }
         var scratch: [Int: ManagedObject] = [:]
-        // A limited page needs only the order's first positions (the top 20 of a million).
-        let end = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
-        let prefix = request.fetchLimit > 0 && !end.overflow ? end.partialValue : nil
-        return SortKey.order(count: candidates.count, by: request.sortDescriptors, prefix: prefix) {
-            index -> Result in
+        /// An object loaded with `row`: the entity's reusable one.
+        func reading(_ entityIndex: Int, _ row: RowReference) -> ManagedObject {
+            if let reused = scratch[entityIndex] {
+                reused._takeCommittedRow(row)
+                reused._objectID = ObjectID(key: reused._objectID.key, rawValue: row.primaryKey)
+                return reused
+            }
+            let made = makeObject(entityIndex: entityIndex, reference: row)
+            scratch[entityIndex] = made
+            return made
+        }
+        /// What candidate `index` is sorted on: its object, or its committed row's values.
+        func sortedOn(_ index: Int) -> ManagedObject {
             switch candidates[index] {
             case .object(let object):
-                return unsafeDowncast(object, to: Result.self)
-            case .row(let entityIndex, let row):
-                if let reused = scratch[entityIndex] {
-                    reused._takeCommittedRow(row)
-                    reused._objectID = ObjectID(key: reused._objectID.key, rawValue: row.primaryKey)
-                    return unsafeDowncast(reused, to: Result.self)
+                if !request.includesPendingChanges, object._state.contains(.updated),
+                    !object._state.contains(.detached), let committed = object._committedReference
+                {
+                    return reading(object._objectID.key.entityIndex!, committed)
                 }
-                let made = makeObject(entityIndex: entityIndex, reference: row)
-                scratch[entityIndex] = made
-                return unsafeDowncast(made, to: Result.self)
+                return object
+            case .row(let entityIndex, let row):
+                return reading(entityIndex, row)
             }
         }
+        if let descriptorExtractors = SortKey.extractors(for: request.sortDescriptors) {
+            var extractors: [(ManagedObject) -> SortKey?] = readers.map { reader in { reader.key(of: $0) } }
+            for extract in descriptorExtractors {
+                extractors.append { extract(unsafeDowncast($0, to: Result.self)) }
+            }
+            let reversed = readers.map(\.descending) + request.sortDescriptors.map { $0.order == .reverse }
+            if let order = SortKey.order(
+                count: candidates.count, extractors: extractors, reversed: reversed, prefix: prefix, element: sortedOn)
+            {
+                return order
+            }
+        }
+        // Keys that cannot be extracted: sort objects, comparing the attributes' values, then
+        // with the descriptors.
+        let objects = candidates.indices.map { index -> ManagedObject in
+            let object = sortedOn(index)
+            // A reusable object is reloaded by the next candidate: each needs its own here.
+            return scratch.values.contains { $0 === object } ? makeObject(reusing: object) : object
+        }
+        let descriptors = request.sortDescriptors
+        return candidates.indices.sorted { left, right in
+            let (a, b) = (objects[left], objects[right])
+            for reader in readers {
+                var result = SortKey.compare(reader.key(of: a) ?? .null, reader.key(of: b) ?? .null)
+                if reader.descending {
+                    result =
+                        result == .orderedAscending
+                        ? .orderedDescending : result == .orderedDescending ? .orderedAscending : .orderedSame
+                }
+                if result != .orderedSame {
+                    return result == .orderedAscending
+                }
+            }
+            for descriptor in descriptors {
+                let result = descriptor.compare(unsafeDowncast(a, to: Result.self), unsafeDowncast(b, to: Result.self))
+                if result != .orderedSame {
+                    return result == .orderedAscending
+                }
+            }
+            return left < right
+        }
+    }
+
+    /// A new unregistered object holding the committed row `object` (a reusable one) holds now.
+    private func makeObject(reusing object: ManagedObject) -> ManagedObject {
+        guard let entityIndex = object._objectID.key.entityIndex, let row = object._committedReference else {
+            return object
+        }
+        return makeObject(entityIndex: entityIndex, reference: row)
     }
 
     func object(for candidate: Candidate) -> ManagedObject {

@@ -15,6 +15,23 @@ enum SortKey: Sendable {
     case date(Date)
     case decimal(Decimal)
     case uuid(UUID)
+    /// An attribute sort's `nil` (``AttributeSort``): before every value, as `SortDescriptor`
+    /// orders optionals. Never extracted through a key path (those fall back instead).
+    case null
+
+    /// The key of a stored value of an ordered attribute type; `nil` for the others.
+    init?(stored value: StoredValue) {
+        switch value {
+        case .null: self = .null
+        case .integer(let value): self = .integer(value)
+        case .double(let value): self = .double(value)
+        case .string(let value): self = .string(value)
+        case .date(let value): self = .date(value)
+        case .decimal(let value): self = .decimal(value)
+        case .uuid(let value): self = .uuid(value)
+        case .bool, .data, .url: return nil
+        }
+    }
 
     init?(_ value: Any) {
         switch value {
@@ -49,6 +66,9 @@ enum SortKey: Sendable {
         case (.date(let a), .date(let b)): return order(a, b)
         case (.decimal(let a), .decimal(let b)): return order(a, b)
         case (.uuid(let a), .uuid(let b)): return order(a, b)
+        case (.null, .null): return .orderedSame
+        case (.null, _): return .orderedAscending
+        case (_, .null): return .orderedDescending
         default: return .orderedSame
         }
     }
@@ -77,11 +97,31 @@ extension SortKey {
         prefix: Int? = nil,
         element: (Int) throws -> Element
     ) rethrows -> [Int]? {
+        guard let extractors = extractors(for: descriptors) else { return nil }
+        return try order(
+            count: count, extractors: extractors, reversed: descriptors.map { $0.order == .reverse }, prefix: prefix,
+            element: element)
+    }
+
+    /// How to read the keys of `descriptors`, or `nil` when one cannot be extracted.
+    static func extractors<Element>(for descriptors: [SortDescriptor<Element>]) -> [(Element) -> SortKey?]? {
         var extractors: [(Element) -> SortKey?] = []
         for descriptor in descriptors {
             guard descriptor.stringComparator == nil, let keyPath = descriptor.keyPath else { return nil }
             extractors.append(extractor(keyPath))
         }
+        return extractors
+    }
+
+    /// `order(count:by:prefix:element:)` with the keys read by `extractors`, each column
+    /// descending where `reversed` says so.
+    static func order<Element>(
+        count: Int,
+        extractors: [(Element) -> SortKey?],
+        reversed: [Bool],
+        prefix: Int? = nil,
+        element: (Int) throws -> Element
+    ) rethrows -> [Int]? {
         // One flat array: the keys of element `i` are at `i * columns ..< (i + 1) * columns`.
         let columns = extractors.count
         var keys: [SortKey] = []
@@ -93,7 +133,7 @@ extension SortKey {
                 keys.append(key)
             }
         }
-        return order(keys: keys, columns: columns, reversed: descriptors.map { $0.order == .reverse }, prefix: prefix)
+        return order(keys: keys, columns: columns, reversed: reversed, prefix: prefix)
     }
 
     /// The first `prefix` positions of `0..<count` in the strict order `precedes`, in order:
@@ -267,16 +307,6 @@ extension SortKey {
 }
 
 extension Array {
-    /// Sorts by `descriptors` with the results of `sort(using:)`, stable (ties keep their
-    /// order), extracting each object's keys once when every key allows it.
-    mutating func sortByExtractedKeys(using descriptors: [SortDescriptor<Element>]) {
-        guard !descriptors.isEmpty, count > 1 else { return }
-        guard let order = SortKey.order(count: count, by: descriptors, element: { self[$0] }) else {
-            return sortStably(using: descriptors)
-        }
-        self = order.map { self[$0] }
-    }
-
     /// `sort(using:)` with ties broken by the original order.
     mutating func sortStably(using descriptors: [SortDescriptor<Element>]) {
         let indexed = [(offset: Int, element: Element)](enumerated())

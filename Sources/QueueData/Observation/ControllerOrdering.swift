@@ -46,11 +46,15 @@ struct ControllerSection {
 /// sort descriptor has a string comparator or a key that cannot be extracted — by the sort
 /// descriptors on the objects themselves. Ties are broken by the order a fetch gives.
 struct ControllerOrdering<Object: ManagedObject> {
+    /// The attribute sorts (``FetchRequest/attributeSorts``), applied before the descriptors.
+    let attributeSorts: [AttributeSort]
     let descriptors: [SortDescriptor<Object>]
     let keyPaths: [PartialKeyPath<Object>]?
+    /// Whether each key column (the attribute sorts', then the descriptors') is descending.
     let reversed: [Bool]
 
-    init(_ descriptors: [SortDescriptor<Object>]) {
+    init(_ descriptors: [SortDescriptor<Object>], attributeSorts: [AttributeSort] = []) {
+        self.attributeSorts = attributeSorts
         self.descriptors = descriptors
         var keyPaths: [PartialKeyPath<Object>] = []
         for descriptor in descriptors {
@@ -64,17 +68,32 @@ struct ControllerOrdering<Object: ManagedObject> {
             keyPaths.append(keyPath)
         }
         self.keyPaths = keyPaths
-        self.reversed = descriptors.map { $0.order == .reverse }
+        self.reversed = attributeSorts.map { !$0.ascending } + descriptors.map { $0.order == .reverse }
     }
 
     /// Whether entries are compared by extracted keys.
     var usesKeys: Bool { keyPaths != nil }
 
+    /// The key of `object`'s value of the attribute `sort` sorts by (checked to be one of its
+    /// entity's, of an ordered type, when the controller was made).
+    private static func attributeKey(of object: ManagedObject, _ sort: AttributeSort) -> ControllerKey {
+        guard let slot = object.entity.attributeIndexes[sort.attributeName],
+            let key = SortKey(stored: object._value(at: slot))
+        else { return .none }
+        if case .null = key {
+            return .none
+        }
+        return .value(key)
+    }
+
     /// The keys of `object` (none when the ordering compares objects).
     func keys(of object: Object) -> [ControllerKey] {
         guard let keyPaths else { return [] }
         var keys: [ControllerKey] = []
-        keys.reserveCapacity(keyPaths.count)
+        keys.reserveCapacity(attributeSorts.count + keyPaths.count)
+        for sort in attributeSorts {
+            keys.append(Self.attributeKey(of: object, sort))
+        }
         for keyPath in keyPaths {
             guard let key = ControllerKey(object[keyPath: keyPath]) else {
                 preconditionFailure("QueueData: a sort key of an extractable type could not be extracted")
@@ -99,6 +118,17 @@ struct ControllerOrdering<Object: ManagedObject> {
                 }
             }
         } else if let left = lhs.object, let right = rhs.object {
+            for sort in attributeSorts {
+                var result = ControllerKey.compare(Self.attributeKey(of: left, sort), Self.attributeKey(of: right, sort))
+                if !sort.ascending {
+                    result =
+                        result == .orderedAscending
+                        ? .orderedDescending : result == .orderedDescending ? .orderedAscending : .orderedSame
+                }
+                if result != .orderedSame {
+                    return result == .orderedAscending
+                }
+            }
             let a = unsafeDowncast(left, to: Object.self)
             let b = unsafeDowncast(right, to: Object.self)
             for descriptor in descriptors {

@@ -124,10 +124,17 @@ open class FetchedResultsController<Object: ManagedObject> {
         self.managedObjectContext = context
         self.sectionNameKeyPath = keyPath
         self.sectionName = name
-        self.ordering = ControllerOrdering(request.sortDescriptors)
+        self.ordering = ControllerOrdering(request.sortDescriptors, attributeSorts: request.attributeSorts)
         self.sectionsFollowSort =
-            keyPath != nil && request.sortDescriptors.first.map { $0.keyPath.map { $0 == keyPath } ?? false } == true
+            keyPath != nil && request.attributeSorts.isEmpty
+            && request.sortDescriptors.first.map { $0.keyPath.map { $0 == keyPath } ?? false } == true
         let indexes = context.fetchedEntityIndexes(for: request)
+        for index in indexes {
+            // Checked once here: a wrong name or type traps with a message.
+            for sort in request.attributeSorts {
+                _ = sort.slot(in: context.model.entities[index])
+            }
+        }
         self.entityPositions = Dictionary(uniqueKeysWithValues: indexes.enumerated().map { ($1, $0) })
         let predicateMatches = request.predicate.map(context.matcher(for:))
         if let constraint = request.attributeConstraint {
