@@ -209,6 +209,28 @@ if shouldRun("fetch") || shouldRun("filter") {
                 baseline: baseline, baselineName: "raw SQLite :memory:", unit: "ms", goal: 0.7,
                 otherBaselines: [Baseline(name: "GRDB query interface, :memory:", value: grdbFilter)]))
 
+        // The same query by attribute name: a range constraint and an attribute sort read the
+        // rows' values directly, with no key path (Core Data's string keys).
+        var named: [Record] = []
+        let namedSubject = try medianSeconds(repetitions: repetitions) {
+            let context = try manager.createContext()
+            try context.performAndWait {
+                var request = FetchRequest<Record>(where: "age", in: 51...)
+                request.attributeSorts = [AttributeSort("name")]
+                let result = try context.fetch(request)
+                precondition(result.count == matches, "by name: \(result.count) of \(matches)")
+                named = result
+                blackHole(result)
+            }
+        }
+        let expected = sqlite.select("SELECT id, name, age, score, created FROM record WHERE age > 50 ORDER BY name")
+        precondition(named.map(\.name) == expected.map(\.name), "by name: a different order than SQLite's")
+        results.append(
+            Measurement(
+                workload: "P3 by name: age in 51... sorted by AttributeSort(\"name\") (\(matches) of \(count))",
+                subject: namedSubject, baseline: baseline, baselineName: "raw SQLite :memory:", unit: "ms", goal: 0.7,
+                otherBaselines: [Baseline(name: "GRDB query interface, :memory:", value: grdbFilter)]))
+
         // The predicate alone: counting matches makes no objects and sorts nothing.
         var counted = 0
         let countSubject = try medianSeconds(repetitions: repetitions) {

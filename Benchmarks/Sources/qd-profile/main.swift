@@ -171,6 +171,10 @@ default:
                 try context.fetch(
                     FetchRequest<Record>(
                         predicate: #Predicate { $0.age > 50 }, sortBy: [SortDescriptor(\.name)], fetchLimit: 20)))
+        case "filter-names":
+            var request = FetchRequest<Record>(where: "age", in: 51...)
+            request.attributeSorts = [AttributeSort("name")]
+            blackHole(try context.fetch(request))
         case "count":
             blackHole(try context.count(for: FetchRequest<Record>(predicate: #Predicate { $0.age > 50 })))
         case "get":

@@ -153,14 +153,17 @@ extension ManagedObjectContext {
             return objects
         }
         var candidates: [Candidate] = []
+        var hasRows = false
         try forEachCandidate(request) { candidate in
+            if case .row = candidate {
+                hasRows = true
+            }
             candidates.append(candidate)
             return true
         }
         // A limited page needs only the order's first positions (the top 20 of a million), found
         // without sorting the rest when the others are committed rows that need no object.
         let end = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
-        let hasRows = candidates.contains { if case .row = $0 { true } else { false } }
         let prefix = request.fetchLimit > 0 && !end.overflow && hasRows ? end.partialValue : nil
         let order = try sortedOrder(of: candidates, request, prefix: prefix)
         // Only the page becomes objects.
@@ -217,7 +220,14 @@ extension ManagedObjectContext {
                 return reading(entityIndex, row)
             }
         }
-        if let descriptorExtractors = SortKey.extractors(for: request.sortDescriptors) {
+        if readers.isEmpty, let order = SortKey.order(
+            count: candidates.count, by: request.sortDescriptors, prefix: prefix,
+            element: { unsafeDowncast(sortedOn($0), to: Result.self) })
+        {
+            // Sort descriptors alone: their extractors read `Result`s directly.
+            return order
+        }
+        if !readers.isEmpty, let descriptorExtractors = SortKey.extractors(for: request.sortDescriptors) {
             var extractors: [(ManagedObject) -> SortKey?] = readers.map { reader in { reader.key(of: $0) } }
             for extract in descriptorExtractors {
                 extractors.append { extract(unsafeDowncast($0, to: Result.self)) }
