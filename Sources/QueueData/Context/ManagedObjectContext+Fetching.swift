@@ -152,18 +152,23 @@ extension ManagedObjectContext {
             }
             return objects
         }
-        var candidates: [Candidate] = []
-        var hasRows = false
-        try forEachCandidate(request) { candidate in
-            if case .row = candidate {
-                hasRows = true
-            }
-            candidates.append(candidate)
-            return true
-        }
         // A limited page needs only the order's first positions (the top 20 of a million), found
         // without sorting the rest when the others are committed rows that need no object.
         let end = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
+        var candidates: [Candidate] = []
+        var hasRows = false
+        if request.fetchLimit > 0, !end.overflow, let leading = try indexOrderedCandidates(request, end.partialValue) {
+            candidates = leading
+            hasRows = true
+        } else {
+            try forEachCandidate(request) { candidate in
+                if case .row = candidate {
+                    hasRows = true
+                }
+                candidates.append(candidate)
+                return true
+            }
+        }
         let prefix = request.fetchLimit > 0 && !end.overflow && hasRows ? end.partialValue : nil
         let order = try sortedOrder(of: candidates, request, prefix: prefix)
         // Only the page becomes objects.
@@ -174,6 +179,100 @@ extension ManagedObjectContext {
             objects.append(object(for: candidates[order[position]]))
         }
         return objects
+    }
+
+    /// The candidates among which the first `count` of `request`'s order are, read in the order of
+    /// the index of its first attribute sort, in fetch order; `nil` when the request cannot be
+    /// answered that way (then every match is a candidate).
+    ///
+    /// The index holds the committed values: the rows are taken in its order (from the last
+    /// entry when the sort is descending) until `count` of them match, and then every row tied
+    /// with the last of those on the attribute (later sort keys and the fetch order decide
+    /// among them). Every row left out has a value beyond those `count` matches'. The context's
+    /// objects whose value may differ from the index's — unsaved changes, a merge not taken yet
+    /// — are candidates whatever their place in the index, with their unsaved inserts.
+    ///
+    /// Taken when the request fetches one entity (no subentities) with `includesPendingChanges`,
+    /// has no attribute constraint and no parent context, and its first attribute sort is on a
+    /// non-optional indexed integer attribute, or string attribute while the index and the
+    /// objects' values are all ASCII (where the index's byte order is Swift's `<`).
+    private func indexOrderedCandidates<Result>(_ request: FetchRequest<Result>, _ count: Int) throws
+        -> [Candidate]?
+    {
+        guard usesIndexes, parent == nil, request.includesPendingChanges, request.attributeConstraint == nil,
+            let first = request.attributeSorts.first, count > 0
+        else { return nil }
+        let entityIndexes = fetchedEntityIndexes(for: request)
+        guard entityIndexes.count == 1, let entityIndex = entityIndexes.first else { return nil }
+        let entity = model.entities[entityIndex]
+        let slot = first.slot(in: entity)
+        let attribute = entity.attributes[slot]
+        let isString = attribute.type == .string
+        guard !attribute.isOptional, isString || [.integer16, .integer32, .integer64].contains(attribute.type)
+        else { return nil }
+        let snapshot = try coordinator.sync { try coordinator.snapshots(of: [entityIndex]) }[0]
+        guard let index = snapshot.index(of: slot), !isString || index.ordered.nonASCIIStrings == 0 else {
+            return nil
+        }
+        // The objects whose value may not be the index's (of rows the snapshot has: a scan would
+        // not find the others either).
+        var unsettled: [Int64: ManagedObject] = [:]
+        if let token = snapshot.updateToken, currentRowsToken[entityIndex] === token {
+            for object in pendingUpdates
+            where Self.isPendingUpdate(object) && object._objectID.key.entityIndex == entityIndex
+                && snapshot.reference(for: object._objectID.rawValue) != nil
+            {
+                unsettled[object._objectID.rawValue] = object
+            }
+        } else {
+            for (key, object) in registry[entityIndex] where key > 0 {
+                guard let row = snapshot.reference(for: key) else { continue }
+                if Self.isPendingUpdate(object) || row.version != object._snapshotVersion {
+                    unsettled[key] = object
+                }
+            }
+        }
+        let inserts = pendingInserts.filter {
+            Self.isPendingInsert($0) && $0._objectID.key.entityIndex == entityIndex
+        }
+        if isString {
+            for object in Array(unsettled.values) + inserts {
+                guard case .string(let value) = object._value(at: slot), value.utf8.allSatisfy({ $0 < 0x80 }) else {
+                    return nil
+                }
+            }
+        }
+        let matches = request.predicate.map(objectMatcher(for:))
+        var scan = CandidateScan(
+            context: self, entityIndex: entityIndex, registered: registry[entityIndex], predicate: matches,
+            constraint: nil, layout: entity.rowLayout, includesPendingChanges: true)
+        var found: [(key: Int64, candidate: Candidate)] = []
+        var boundary: StoredValue?
+        try index.ordered.forEachEntry(descending: !first.ascending) { entry in
+            if let boundary {
+                guard entry.value == boundary else { return false }
+            }
+            guard unsettled[entry.key] == nil, let row = snapshot.reference(for: entry.key) else { return true }
+            try scan.visit(row) { candidate in
+                found.append((entry.key, candidate))
+                return true
+            }
+            if boundary == nil, found.count >= count {
+                boundary = entry.value
+            }
+            return true
+        }
+        for (key, object) in unsettled where !object._state.contains(.deleted) {
+            if try matches?(object) ?? true {
+                found.append((key, .object(object)))
+            }
+        }
+        found.sort { $0.key < $1.key }
+        var candidates = found.map(\.candidate)
+        for object in inserts where try matches?(object) ?? true {
+            candidates.append(.object(object))
+        }
+        return candidates
     }
 
     /// The order of `candidates` by `request`'s sorts — its attribute sorts, then its sort

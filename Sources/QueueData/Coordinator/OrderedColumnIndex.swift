@@ -203,6 +203,24 @@ struct OrderedColumnIndex: Sendable {
         return keys
     }
 
+    /// Calls `body` with each entry in index order — or from the last, when `descending` —
+    /// until it returns `false`.
+    func forEachEntry(descending: Bool, _ body: (Entry) throws -> Bool) rethrows {
+        if descending {
+            for chunk in chunks.reversed() {
+                for entry in chunk.reversed() {
+                    guard try body(entry) else { return }
+                }
+            }
+        } else {
+            for chunk in chunks {
+                for entry in chunk {
+                    guard try body(entry) else { return }
+                }
+            }
+        }
+    }
+
     /// Every entry, in order (for tests).
     var entries: [Entry] {
         chunks.flatMap { $0 }
