@@ -113,7 +113,9 @@ func indexMeasurements(sizes: [Int], lookups: Int, repetitions: Int) throws -> [
                 workload: "top 10 by an indexed code (AttributeSort, descending), \(size) in store", subject: top,
                 baseline: topBaseline, baselineName: "SQLite :memory: with an index, ORDER BY code DESC LIMIT 10",
                 unit: "µs", goal: nil,
-                otherBaselines: [Baseline(name: "the same page by a SortDescriptor, every row sorted", value: topByDescriptor)]))
+                otherBaselines: [
+                    Baseline(name: "the same page by a SortDescriptor, every row sorted", value: topByDescriptor)
+                ]))
         let baseline =
             medianSeconds(repetitions: repetitions) {
                 for key in keys {

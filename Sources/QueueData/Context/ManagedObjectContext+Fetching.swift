@@ -319,9 +319,10 @@ extension ManagedObjectContext {
                 return reading(entityIndex, row)
             }
         }
-        if readers.isEmpty, let order = SortKey.order(
-            count: candidates.count, by: request.sortDescriptors, prefix: prefix,
-            element: { unsafeDowncast(sortedOn($0), to: Result.self) })
+        if readers.isEmpty,
+            let order = SortKey.order(
+                count: candidates.count, by: request.sortDescriptors, prefix: prefix,
+                element: { unsafeDowncast(sortedOn($0), to: Result.self) })
         {
             // Sort descriptors alone: their extractors read `Result`s directly.
             return order

@@ -119,7 +119,8 @@ struct ControllerOrdering<Object: ManagedObject> {
             }
         } else if let left = lhs.object, let right = rhs.object {
             for sort in attributeSorts {
-                var result = ControllerKey.compare(Self.attributeKey(of: left, sort), Self.attributeKey(of: right, sort))
+                var result = ControllerKey.compare(
+                    Self.attributeKey(of: left, sort), Self.attributeKey(of: right, sort))
                 if !sort.ascending {
                     result =
                         result == .orderedAscending

@@ -18,7 +18,7 @@ struct AttributeSortTests {
             case (nil, nil): return .orderedSame
             case (nil, _): return .orderedAscending
             case (_, nil): return .orderedDescending
-            case let (x?, y?): return x < y ? .orderedAscending : y < x ? .orderedDescending : .orderedSame
+            case (let x?, let y?): return x < y ? .orderedAscending : y < x ? .orderedDescending : .orderedSame
             }
         }
         switch name {
@@ -104,9 +104,12 @@ struct AttributeSortTests {
                     let page = try context.fetch(request).map(\.objectID)
                     let ids = try context.fetchObjectIDs(request)
                     var enumerated: [ObjectID] = []
-                    try context.enumerate(request, batchSize: generator.integer(1...50)) { enumerated.append($0.objectID) }
+                    try context.enumerate(request, batchSize: generator.integer(1...50)) {
+                        enumerated.append($0.objectID)
+                    }
                     guard page == expected, ids == expected, enumerated == expected else {
-                        let outcome = "fetch \(page == expected), IDs \(ids == expected), enumerate \(enumerated == expected)"
+                        let outcome =
+                            "fetch \(page == expected), IDs \(ids == expected), enumerate \(enumerated == expected)"
                         Issue.record("seed \(seed) round \(round), by \(sorts) then \(descriptors): \(outcome)")
                         return
                     }
@@ -163,7 +166,9 @@ struct AttributeSortTests {
         let ids = try await context.fetchObjectIDs(latest)
         try context.performAndWait {
             let counts = try ids.map { try context.existingObject(with: $0) as! Specimen }.map(\.count)
-            #expect(counts == [3, 2], "the asynchronous fetch sorts the committed rows (3, 2, 1): the one changed to 10 is third")
+            #expect(
+                counts == [3, 2],
+                "the asynchronous fetch sorts the committed rows (3, 2, 1): the one changed to 10 is third")
         }
     }
 
@@ -187,7 +192,8 @@ struct AttributeSortTests {
         }
         for descriptors in [[], [SortDescriptor(\Specimen.label, comparator: .lexical)]] {
             var request = FetchRequest<Specimen>(
-                predicate: #Predicate { $0.count > -4 }, sortedBy: [AttributeSort("level"), AttributeSort("label", ascending: false)])
+                predicate: #Predicate { $0.count > -4 },
+                sortedBy: [AttributeSort("level"), AttributeSort("label", ascending: false)])
             request.sortDescriptors = descriptors
             let controller = try context.performAndWait {
                 let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: context)
@@ -231,7 +237,8 @@ struct AttributeSortTests {
                         let describe = { (ids: [ObjectID]) in
                             ids.prefix(8).map { id in
                                 let object = try! context.existingObject(with: id) as! Specimen
-                                return "\(id.uriRepresentation.lastPathComponent):\(object.level.map(String.init) ?? "nil")/\(object.label)"
+                                return
+                                    "\(id.uriRepresentation.lastPathComponent):\(object.level.map(String.init) ?? "nil")/\(object.label)"
                             }.joined(separator: " ")
                         }
                         let message: String =
@@ -299,7 +306,8 @@ struct IndexedAttributeSortTests {
             /// Another context changes and deletes some rows and saves.
             func saveElsewhere() throws {
                 try other.performAndWait {
-                    let some = try other.fetch(FetchRequest<Listing>(sortedBy: [AttributeSort("code")], fetchLimit: 400))
+                    let some = try other.fetch(
+                        FetchRequest<Listing>(sortedBy: [AttributeSort("code")], fetchLimit: 400))
                     for listing in some where Int.random(in: 0..<20, using: &random) == 0 {
                         listing.rating = Int.random(in: 0..<4, using: &random)
                         listing.code = "C\(next)"
@@ -321,7 +329,8 @@ struct IndexedAttributeSortTests {
                     try saveElsewhere()
                 }
                 if step == 1 || step == 2 {
-                    let some = try context.fetch(FetchRequest<Listing>(sortedBy: [AttributeSort("code")], fetchLimit: 300))
+                    let some = try context.fetch(
+                        FetchRequest<Listing>(sortedBy: [AttributeSort("code")], fetchLimit: 300))
                     for listing in some where Int.random(in: 0..<25, using: &random) == 0 {
                         switch Int.random(in: 0..<3, using: &random) {
                         case 0: listing.rating = Int.random(in: 0..<4, using: &random)
@@ -340,7 +349,8 @@ struct IndexedAttributeSortTests {
                     }
                 }
                 for _ in 0..<4 {
-                    let predicate: Predicate<Listing>? = Bool.random(using: &random) ? nil : #Predicate { $0.name != "n1" }
+                    let predicate: Predicate<Listing>? =
+                        Bool.random(using: &random) ? nil : #Predicate { $0.name != "n1" }
                     var request = FetchRequest<Listing>(
                         predicate: predicate, sortedBy: sorts.randomElement(using: &random)!,
                         fetchLimit: Int.random(in: 1...30, using: &random),
@@ -352,7 +362,8 @@ struct IndexedAttributeSortTests {
                     let scanned = try context.fetch(request).map(\.objectID)
                     context.usesIndexes = true
                     if indexed != scanned {
-                        return "round \(round): \(request.attributeSorts), limit \(request.fetchLimit), offset \(request.fetchOffset)"
+                        return
+                            "round \(round): \(request.attributeSorts), limit \(request.fetchLimit), offset \(request.fetchOffset)"
                     }
                 }
                 return nil
