@@ -15,7 +15,8 @@ import Foundation
 public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// Which objects match; `nil` matches all.
     public var predicate: Predicate<Result>?
-    /// The order of the results; without any, objects come in insertion order (saved
+    /// The order of the results, after ``attributeSorts`` (which apply first: these order the
+    /// objects those leave tied); without either, objects come in insertion order (saved
     /// objects by primary key, then unsaved inserts).
     public var sortDescriptors: [SortDescriptor<Result>]
     /// The most objects to return; 0 means no limit.
