@@ -194,8 +194,10 @@ extension ManagedObjectContext {
     ///
     /// Taken when the request fetches one entity (no subentities) with `includesPendingChanges`,
     /// has no attribute constraint and no parent context, and its first attribute sort is on a
-    /// non-optional indexed integer attribute, or string attribute while the index and the
-    /// objects' values are all ASCII (where the index's byte order is Swift's `<`).
+    /// non-optional indexed integer attribute; floating-point or date attribute while neither the
+    /// index nor the objects hold a NaN (which Swift's `<` leaves unordered); or string attribute
+    /// while the index's and the objects' values are all ASCII (where the index's byte order is
+    /// Swift's `<`).
     private func indexOrderedCandidates<Result>(_ request: FetchRequest<Result>, _ count: Int) throws
         -> [Candidate]?
     {
@@ -208,10 +210,14 @@ extension ManagedObjectContext {
         let slot = first.slot(in: entity)
         let attribute = entity.attributes[slot]
         let isString = attribute.type == .string
-        guard !attribute.isOptional, isString || [.integer16, .integer32, .integer64].contains(attribute.type)
+        let isFloating = [.double, .float, .date].contains(attribute.type)
+        guard !attribute.isOptional,
+            isString || isFloating || [.integer16, .integer32, .integer64].contains(attribute.type)
         else { return nil }
         let snapshot = try coordinator.sync { try coordinator.snapshots(of: [entityIndex]) }[0]
-        guard let index = snapshot.index(of: slot), !isString || index.ordered.nonASCIIStrings == 0 else {
+        guard let index = snapshot.index(of: slot), !isString || index.ordered.nonASCIIStrings == 0,
+            !isFloating || index.ordered.nanValues == 0
+        else {
             return nil
         }
         // The objects whose value may not be the index's (of rows the snapshot has: a scan would
@@ -235,9 +241,14 @@ extension ManagedObjectContext {
         let inserts = pendingInserts.filter {
             Self.isPendingInsert($0) && $0._objectID.key.entityIndex == entityIndex
         }
-        if isString {
+        if isString || isFloating {
+            // Values the index's order would not place as Swift's `<` does: a full sort.
             for object in Array(unsettled.values) + inserts {
-                guard case .string(let value) = object._value(at: slot), value.utf8.allSatisfy({ $0 < 0x80 }) else {
+                let value = object._value(at: slot)
+                if case .string(let string) = value, !string.utf8.allSatisfy({ $0 < 0x80 }) {
+                    return nil
+                }
+                if OrderedColumnIndex.isNaN(value) {
                     return nil
                 }
             }

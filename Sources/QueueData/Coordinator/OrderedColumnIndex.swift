@@ -26,6 +26,18 @@ struct OrderedColumnIndex: Sendable {
     private var chunks: [[Entry]] = []
     /// How many of the entries are strings with a character beyond ASCII.
     private(set) var nonASCIIStrings = 0
+    /// How many of the entries are NaNs (a `Double`, or a `Date` whose interval is NaN): kept
+    /// after every number here, but unordered by Swift's `<`.
+    private(set) var nanValues = 0
+
+    /// Whether `value` is a NaN double or a date whose interval is NaN.
+    static func isNaN(_ value: StoredValue) -> Bool {
+        switch value {
+        case .double(let value): return value.isNaN
+        case .date(let date): return date.timeIntervalSinceReferenceDate.isNaN
+        default: return false
+        }
+    }
 
     /// Whether `value` is a string with a character beyond ASCII.
     static func isNonASCIIString(_ value: StoredValue) -> Bool {
@@ -87,6 +99,7 @@ struct OrderedColumnIndex: Sendable {
     init(_ entries: [Entry]) {
         let sorted = entries.filter { Self.isOrdered($0.value) }.sorted(by: Self.precedes)
         nonASCIIStrings = sorted.reduce(0) { $0 + (Self.isNonASCIIString($1.value) ? 1 : 0) }
+        nanValues = sorted.reduce(0) { $0 + (Self.isNaN($1.value) ? 1 : 0) }
         var start = 0
         while start < sorted.count {
             // Chunks three-quarters full leave room for inserts.
@@ -136,6 +149,7 @@ struct OrderedColumnIndex: Sendable {
     mutating func insert(_ value: StoredValue, _ key: Int64) {
         guard Self.isOrdered(value) else { return }
         nonASCIIStrings += Self.isNonASCIIString(value) ? 1 : 0
+        nanValues += Self.isNaN(value) ? 1 : 0
         let entry = Entry(value: value, key: key)
         guard !chunks.isEmpty else {
             chunks = [[entry]]
@@ -162,6 +176,7 @@ struct OrderedColumnIndex: Sendable {
         else { return }
         chunks[index].remove(at: position)
         nonASCIIStrings -= Self.isNonASCIIString(value) ? 1 : 0
+        nanValues -= Self.isNaN(value) ? 1 : 0
         if chunks[index].isEmpty {
             chunks.remove(at: index)
         }

@@ -399,3 +399,87 @@ struct IndexedAttributeSortTests {
         }
     }
 }
+
+/// Readings with indexed, non-optional floating-point and date attributes.
+final class Reading: ManagedObject {
+    @Attribute(.indexed) var value: Double = 0
+    @Attribute(.indexed) var taken: Date = Date(timeIntervalSinceReferenceDate: 0)
+    @Attribute var label: String = ""
+}
+
+let readingModel = ManagedObjectModel([Reading.self])
+
+@Suite("Attribute sorts read from a floating-point or date index")
+struct FloatingIndexedAttributeSortTests {
+    @Test(
+        "a limited page by an indexed Double or Date is the page a scan gives; a NaN anywhere makes both sort every match"
+    )
+    func sameAsScan() throws {
+        var random = SeededGenerator(seed: 41)
+        let values: [Double] = [-1.5, 0, -0.0, 2, 3.25, 7, -20]
+        let manager = makeManager(model: readingModel)
+        let context = try makeContext(manager, "floating-indexed-sort")
+        context.performAndWait { context.retainsRegisteredObjects = true }
+        func fill(_ reading: Reading, allowingNaN: Bool) {
+            reading.value =
+                allowingNaN && Int.random(in: 0..<50, using: &random) == 0
+                ? .nan : values.randomElement(using: &random)!
+            reading.taken = Date(timeIntervalSinceReferenceDate: Double(Int.random(in: 0..<40, using: &random)))
+            reading.label = ["a", "b", "c"].randomElement(using: &random)!
+        }
+        try context.performAndWait {
+            for _ in 0..<800 {
+                fill(context.insert(Reading.self), allowingNaN: false)
+            }
+            try context.save()
+        }
+        let sorts: [[AttributeSort]] = [
+            [AttributeSort("value")], [AttributeSort("value", ascending: false), AttributeSort("label")],
+            [AttributeSort("taken", ascending: false)], [AttributeSort("taken"), AttributeSort("value")],
+        ]
+        for round in 0..<120 {
+            // NaNs only in the last rounds: then neither the index nor a scan is in a consistent order,
+            // and the fetch must not read the index.
+            let allowingNaN = round >= 100
+            let report: String? = try context.performAndWait {
+                let some = try context.fetch(FetchRequest<Reading>(sortedBy: [AttributeSort("label")], fetchLimit: 200))
+                for reading in some where Int.random(in: 0..<30, using: &random) == 0 {
+                    if Bool.random(using: &random) {
+                        fill(reading, allowingNaN: allowingNaN)
+                    } else {
+                        context.delete(reading)
+                    }
+                }
+                if Bool.random(using: &random) {
+                    fill(context.insert(Reading.self), allowingNaN: allowingNaN)
+                }
+                if round % 3 == 0 {
+                    try context.save()
+                }
+                for _ in 0..<4 {
+                    let request = FetchRequest<Reading>(
+                        sortedBy: sorts.randomElement(using: &random)!,
+                        fetchLimit: Int.random(in: 1...25, using: &random),
+                        fetchOffset: Int.random(in: 0...10, using: &random))
+                    context.rowsExamined = 0
+                    let indexed = try context.fetch(request).map(\.objectID)
+                    let examined = context.rowsExamined
+                    context.usesIndexes = false
+                    let scanned = try context.fetch(request).map(\.objectID)
+                    context.usesIndexes = true
+                    if indexed != scanned {
+                        return "round \(round): \(request.attributeSorts), limit \(request.fetchLimit)"
+                    }
+                    if !allowingNaN && examined >= 800 {
+                        return "round \(round): the index was not read (\(examined) rows examined)"
+                    }
+                }
+                return nil
+            }
+            if let report {
+                Issue.record("\(report)")
+                return
+            }
+        }
+    }
+}

@@ -73,6 +73,17 @@ struct OrderedColumnIndexTests {
             if step % 500 == 0 || step == 5_999 {
                 let sorted = Self.sorted(reference)
                 #expect(index.entries.map(\.key) == sorted.map(\.key), "step \(step)")
+                #expect(index.nanValues == reference.values.filter(OrderedColumnIndex.isNaN).count, "step \(step)")
+                #expect(
+                    index.nonASCIIStrings == reference.values.filter(OrderedColumnIndex.isNonASCIIString).count,
+                    "step \(step)")
+                var walked: [Int64] = []
+                index.forEachEntry(descending: step % 1_000 == 0) { entry in
+                    walked.append(entry.key)
+                    return true
+                }
+                let order = step % 1_000 == 0 ? Array(sorted.map(\.key).reversed()) : sorted.map(\.key)
+                #expect(walked == order, "step \(step): a walk over every entry")
                 for _ in 0..<20 {
                     let lower = value()
                     let upper = value()
