@@ -193,11 +193,12 @@ extension ManagedObjectContext {
     /// — are candidates whatever their place in the index, with their unsaved inserts.
     ///
     /// Taken when the request fetches one entity (no subentities) with `includesPendingChanges`,
-    /// has no attribute constraint and no parent context, and its first attribute sort is on a
-    /// non-optional indexed integer attribute; floating-point or date attribute while neither the
+    /// has no attribute constraint and no parent context, and its first attribute sort is on an
+    /// indexed integer attribute; floating-point or date attribute while neither the
     /// index nor the objects hold a NaN (which Swift's `<` leaves unordered); or string attribute
     /// while the index's and the objects' values are all ASCII (where the index's byte order is
-    /// Swift's `<`).
+    /// Swift's `<`). An optional attribute's `nil`s are not in the index: an ascending sort
+    /// needs none to be held by a committed row, a descending one finds its page before them.
     private func indexOrderedCandidates<Result>(_ request: FetchRequest<Result>, _ count: Int) throws
         -> [Candidate]?
     {
@@ -211,7 +212,7 @@ extension ManagedObjectContext {
         let attribute = entity.attributes[slot]
         let isString = attribute.type == .string
         let isFloating = [.double, .float, .date].contains(attribute.type)
-        guard !attribute.isOptional,
+        guard
             isString || isFloating || [.integer16, .integer32, .integer64].contains(attribute.type)
         else { return nil }
         let snapshot = try coordinator.sync { try coordinator.snapshots(of: [entityIndex]) }[0]
@@ -220,6 +221,10 @@ extension ManagedObjectContext {
         else {
             return nil
         }
+        // `nil` is not in the index and sorts first: an ascending sort of an attribute with `nil`
+        // rows needs them (found by a scan); a descending one, only if the index runs out first.
+        let nilRows = snapshot.liveCount - index.ordered.count
+        guard first.ascending ? nilRows == 0 : true else { return nil }
         // The objects whose value may not be the index's (of rows the snapshot has: a scan would
         // not find the others either).
         var unsettled: [Int64: ManagedObject] = [:]
@@ -272,6 +277,10 @@ extension ManagedObjectContext {
                 boundary = entry.value
             }
             return true
+        }
+        if boundary == nil, nilRows > 0 {
+            // Fewer matches in the index than the page needs: rows holding `nil` follow them.
+            return nil
         }
         for (key, object) in unsettled where !object._state.contains(.deleted) {
             if try matches?(object) ?? true {
