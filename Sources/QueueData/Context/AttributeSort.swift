@@ -15,7 +15,9 @@
 /// The values are read from the objects' rows (a committed row, or the object's own row with
 /// its unsaved changes), never through a key path, so sorting a large fetch costs a read per row
 /// rather than a property access: a sorted fetch with a ``FetchRequest/fetchLimit`` makes objects
-/// only for the page it returns.
+/// only for the page it returns (unless a sort descriptor after it has a string comparator, whose
+/// comparisons need every match as an object). A limited page sorted by an indexed attribute is
+/// read in the index's order (see "Sorting by attribute name" in the Getting Started article).
 ///
 /// The attribute must be a stored (not transient) attribute of every entity fetched, of an
 /// ordered type: an integer, floating-point, string, date, decimal or UUID attribute, optional

@@ -14,9 +14,11 @@ extension ManagedObjectContext {
     /// included), so the results are the same.
     ///
     /// - Throws: An error thrown while evaluating the predicate; ``StoreError`` if the store
-    ///   was closed.
+    ///   was closed. (A limited page read in an index's order evaluates the predicate only on
+    ///   the rows it reaches: see ``AttributeSort``.)
     /// A sorted fetch with a ``FetchRequest/fetchLimit`` makes objects only for the page it
-    /// returns: the sort keys of rows not registered yet are read on one reusable object.
+    /// returns (unless a sort descriptor has a string comparator): the sort keys of rows not
+    /// registered yet are read on one reusable object.
     ///
     /// - Complexity: O(*n*) predicate evaluations over the entity's rows, plus the sort.
     /// - Important: Call on the context's queue.
@@ -236,11 +238,20 @@ extension ManagedObjectContext {
                 unsettled[object._objectID.rawValue] = object
             }
         } else {
+            var allCurrent = true
             for (key, object) in registry[entityIndex] where key > 0 {
                 guard let row = snapshot.reference(for: key) else { continue }
-                if Self.isPendingUpdate(object) || row.version != object._snapshotVersion {
+                if row.version != object._snapshotVersion {
+                    allCurrent = false
+                    unsettled[key] = object
+                } else if Self.isPendingUpdate(object) {
                     unsettled[key] = object
                 }
+            }
+            if allCurrent {
+                // Every object holds the store's row: the next fetches look at the changed ones only
+                // (as an index lookup notes it), until a commit replaces a row.
+                currentRowsToken[entityIndex] = snapshot.updateToken
             }
         }
         let inserts = pendingInserts.filter {

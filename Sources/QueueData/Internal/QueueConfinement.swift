@@ -43,7 +43,9 @@ final class QueueConfinement: @unchecked Sendable {
     let queue: DispatchQueue
     /// The name used in trap messages.
     let contextName: String
-    /// Marks the queue as ours: `getSpecific(key:)` returns `self` on it.
+    /// Marks the queue as ours: `getSpecific(key:)` returns `self` on it. The mark holds the
+    /// confinement (and so this key) until ``invalidate(_:)`` clears it, so it never outlives
+    /// the key: libdispatch keys specifics by the key object's address.
     let key = DispatchSpecificKey<QueueConfinement>()
     /// A `State` raw value; atomic so that invalidation from any thread is seen everywhere.
     @usableFromInline
@@ -78,13 +80,6 @@ final class QueueConfinement: @unchecked Sendable {
         queue.async {
             address.value.store(UInt(bitPattern: qd_current_dispatch_queue()), ordering: .relaxed)
         }
-    }
-
-    deinit {
-        // libdispatch keys specifics by the key object's address: the mark goes before the key,
-        // or a key allocated at the same address later would read it (the context's queue may
-        // live on, `DispatchQueue.main` forever).
-        queue.setSpecific(key: key, value: nil)
     }
 
     /// The thread-local token that marks this confinement's blocks.

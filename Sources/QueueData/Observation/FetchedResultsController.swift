@@ -21,10 +21,11 @@ import Foundation
 /// A controller is confined to its context's queue, like the context's objects: create and use
 /// it there (every method checks and traps otherwise); its ``snapshot`` is `Sendable`.
 ///
-/// **Order.** Objects are sorted by the request's sort descriptors; ties keep the order a fetch
-/// gives them (saved objects by primary key, then unsaved inserts in the order they were
-/// inserted). With a section key path, objects are grouped by the section name: when the first
-/// sort descriptor sorts by the section key path (as Core Data requires), sections come in that
+/// **Order.** Objects are sorted by the request's attribute sorts (``FetchRequest/attributeSorts``),
+/// then its sort descriptors; ties keep the order a fetch gives them (saved objects by primary
+/// key, then unsaved inserts in the order they were inserted). With a section key path, objects
+/// are grouped by the section name: when the request has no attribute sorts and its first sort
+/// descriptor sorts by the section key path (as Core Data requires), sections come in that
 /// order; otherwise sections are ordered by name (`<`), each holding its objects in sorted order.
 ///
 /// **Changes.** An update that changes a sort key or the section name moves the object (`.move`);

@@ -396,6 +396,15 @@ struct IndexedAttributeSortTests {
             context.rowsExamined = 0
             #expect(try context.fetch(request).map(\.code) == top.map(\.code))
             #expect(context.rowsExamined == 3_000)
+            // With every object registered and current, the first page notes it: the next ones look
+            // at the objects with unsaved changes only, not at every registered object.
+            context.usesIndexes = true
+            let all = try context.fetch(FetchRequest<Listing>(includesSubentities: false))
+            let entityIndex = context.model.entities.firstIndex { $0.name == "Listing" }!
+            context.currentRowsToken[entityIndex] = nil
+            _ = try context.fetch(request)
+            #expect(context.currentRowsToken[entityIndex] != nil, "the page did not note that every object is current")
+            #expect(all.count == 3_000)
         }
     }
 }

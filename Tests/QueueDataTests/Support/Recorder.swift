@@ -61,12 +61,15 @@ final class ObjectsDidChangeRecorder: Sendable {
     /// Whether each notification was posted on the context's queue.
     private let onQueue = Recorder<Bool>()
     private let observer: Locked<(any NSObjectProtocol)?> = Locked(nil)
+    /// The key of this recorder's mark on the context's queue.
+    private let key: DispatchSpecificKey<Bool>
 
     init(_ context: ManagedObjectContext) {
         self.context = context
         let recorder = self.recorder
         let onQueue = self.onQueue
         let key = Self.marker(for: context.queue)
+        self.key = key
         let token = NotificationCenter.default.addObserver(
             forName: ManagedObjectContext.objectsDidChangeNotification, object: context, queue: nil
         ) { notification in
@@ -83,6 +86,8 @@ final class ObjectsDidChangeRecorder: Sendable {
 
     deinit {
         observer.withLock { $0 }.map(NotificationCenter.default.removeObserver)
+        // libdispatch keys specifics by the key's address: the mark goes before the key does.
+        context.queue.setSpecific(key: key, value: nil)
     }
 
     /// The notifications so far, oldest first.
