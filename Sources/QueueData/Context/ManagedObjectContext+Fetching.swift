@@ -226,7 +226,7 @@ extension ManagedObjectContext {
         // `nil` is not in the index and sorts first: an ascending sort of an attribute with `nil`
         // rows needs them (found by a scan); a descending one, only if the index runs out first.
         let nilRows = snapshot.liveCount - index.ordered.count
-        guard first.ascending ? nilRows == 0 : true else { return nil }
+        guard first.ascending ? nilRows == 0 : nilRows == 0 || index.ordered.count >= count else { return nil }
         // The objects whose value may not be the index's (of rows the snapshot has: a scan would
         // not find the others either).
         var unsettled: [Int64: ManagedObject] = [:]
