@@ -227,33 +227,8 @@ extension ManagedObjectContext {
         // rows needs them (found by a scan); a descending one, only if the index runs out first.
         let nilRows = snapshot.liveCount - index.ordered.count
         guard first.ascending ? nilRows == 0 : nilRows == 0 || index.ordered.count >= count else { return nil }
-        // The objects whose value may not be the index's (of rows the snapshot has: a scan would
-        // not find the others either).
-        var unsettled: [Int64: ManagedObject] = [:]
-        if let token = snapshot.updateToken, currentRowsToken[entityIndex] === token {
-            for object in pendingUpdates
-            where Self.isPendingUpdate(object) && object._objectID.key.entityIndex == entityIndex
-                && snapshot.reference(for: object._objectID.rawValue) != nil
-            {
-                unsettled[object._objectID.rawValue] = object
-            }
-        } else {
-            var allCurrent = true
-            for (key, object) in registry[entityIndex] where key > 0 {
-                guard let row = snapshot.reference(for: key) else { continue }
-                if row.version != object._snapshotVersion {
-                    allCurrent = false
-                    unsettled[key] = object
-                } else if Self.isPendingUpdate(object) {
-                    unsettled[key] = object
-                }
-            }
-            if allCurrent {
-                // Every object holds the store's row: the next fetches look at the changed ones only
-                // (as an index lookup notes it), until a commit replaces a row.
-                currentRowsToken[entityIndex] = snapshot.updateToken
-            }
-        }
+        // The objects whose value may not be the index's.
+        let unsettled = unsettledObjects(of: entityIndex, in: snapshot)
         let inserts = pendingInserts.filter {
             Self.isPendingInsert($0) && $0._objectID.key.entityIndex == entityIndex
         }
@@ -511,13 +486,7 @@ extension ManagedObjectContext {
     }
 
     /// Adds to `keys` the registered objects of an entity whose values satisfy `constraint` now
-    /// (values an index of the committed rows does not know).
-    ///
-    /// Those are among the objects with unsaved changes, and the objects holding an older row
-    /// than `snapshot`'s (a merge not taken yet). Whether there are any of the latter is known
-    /// without looking at every object while the table's update token is the one the context
-    /// last found every object current with; otherwise every object is looked at, and the token
-    /// noted when all of them are current.
+    /// (values an index of the committed rows does not know): among ``unsettledObjects(of:in:)``.
     private func addRegisteredKeys(
         satisfying constraint: AttributeConstraint,
         slot: Int,
@@ -525,28 +494,46 @@ extension ManagedObjectContext {
         snapshot: TableSnapshot,
         to keys: inout Set<Int64>
     ) {
+        for (key, object) in unsettledObjects(of: entityIndex, in: snapshot)
+        where constraint.isSatisfied(by: object._value(at: slot)) {
+            keys.insert(key)
+        }
+    }
+
+    /// The registered objects of an entity, with rows in `snapshot`, whose values may not be
+    /// those rows' (and so not what the snapshot's indexes say), by key: the objects with unsaved
+    /// changes, and the objects holding an older row than `snapshot`'s (a merge not taken yet).
+    ///
+    /// Whether there are any of the latter is known without looking at every object while the
+    /// table's update token is the one the context last found every object current with;
+    /// otherwise every object is looked at, and the token noted when all of them are current.
+    private func unsettledObjects(of entityIndex: Int, in snapshot: TableSnapshot) -> [Int64: ManagedObject] {
+        var unsettled: [Int64: ManagedObject] = [:]
         if let token = snapshot.updateToken, currentRowsToken[entityIndex] === token {
             for object in pendingUpdates
             where Self.isPendingUpdate(object) && object._objectID.key.entityIndex == entityIndex
-                && constraint.isSatisfied(by: object._value(at: slot))
+                && snapshot.reference(for: object._objectID.rawValue) != nil
             {
-                keys.insert(object._objectID.rawValue)
+                unsettled[object._objectID.rawValue] = object
             }
-            return
+            return unsettled
         }
         var allCurrent = true
-        for (key, object) in registry[entityIndex] {
-            if constraint.isSatisfied(by: object._value(at: slot)) {
-                keys.insert(key)
-            }
-            // A row deleted since does not count: no lookup finds it.
-            if allCurrent, key > 0, let row = snapshot.reference(for: key), row.version != object._snapshotVersion {
+        for (key, object) in registry[entityIndex] where key > 0 {
+            // A row deleted since does not count: neither a scan nor an index finds it.
+            guard let row = snapshot.reference(for: key) else { continue }
+            if row.version != object._snapshotVersion {
                 allCurrent = false
+                unsettled[key] = object
+            } else if Self.isPendingUpdate(object) {
+                unsettled[key] = object
             }
         }
         if allCurrent {
+            // The next lookups look at the changed objects only, until a commit replaces a row.
             currentRowsToken[entityIndex] = snapshot.updateToken
         }
+        return unsettled
     }
 
     /// How a fetch matches objects against `predicate`: compiled to a closure when every node of
