@@ -78,33 +78,17 @@ extension ManagedObjectContext {
             }
             if !request.isSorted {
                 // Streamed: only the current batch is held.
-                var skipped = 0
-                var visited = 0
-                let offset = Swift.max(request.fetchOffset, 0)
-                let limit = request.fetchLimit > 0 ? request.fetchLimit : Int.max
-                try forEachCandidate(request) { candidate in
-                    guard skipped >= offset else {
-                        skipped += 1
-                        return true
-                    }
+                try forEachPageCandidate(request) { candidate in
                     batch.append(candidate)
-                    visited += 1
                     if batch.count == batchSize {
                         try flush()
                     }
-                    return visited < limit
                 }
                 try flush()
                 return
             }
-            var candidates: [Candidate] = []
-            try forEachCandidate(request) {
-                candidates.append($0)
-                return true
-            }
-            let order = try sortedOrder(of: candidates, request)
-            for position in order[pageRange(count: order.count, request)] {
-                batch.append(candidates[position])
+            for candidate in try sortedPage(request) {
+                batch.append(candidate)
                 if batch.count == batchSize {
                     try flush()
                 }
@@ -139,17 +123,13 @@ extension ManagedObjectContext {
     /// The objects matching `request` as the fetch would return them, without registering
     /// the ones made for committed rows.
     private func fetchUnregistered<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
-        var candidates: [Candidate] = []
-        try forEachCandidate(request) {
-            candidates.append($0)
-            return true
+        guard request.isSorted else {
+            var objects: [Result] = []
+            try forEachPageCandidate(request) { candidate in
+                objects.append(unsafeDowncast(object(for: candidate), to: Result.self))
+            }
+            return objects
         }
-        var order = Array(candidates.indices)
-        if request.isSorted {
-            order = try sortedOrder(of: candidates, request)
-        }
-        return order[pageRange(count: order.count, request)].map {
-            unsafeDowncast(object(for: candidates[$0]), to: Result.self)
-        }
+        return try sortedPage(request).map { unsafeDowncast(object(for: $0), to: Result.self) }
     }
 }

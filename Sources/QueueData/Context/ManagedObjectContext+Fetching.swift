@@ -146,16 +146,31 @@ extension ManagedObjectContext {
     /// The objects `request` returns, sorted and paged, each of class `Result`; objects made
     /// for committed rows are unregistered (`detached`) until the caller registers them.
     private func matchingObjects<Result>(_ request: FetchRequest<Result>) throws -> [ManagedObject] {
+        var objects: [ManagedObject] = []
         guard request.isSorted else {
             // Each match becomes an object as the scan finds it.
-            var objects: [ManagedObject] = []
             try forEachPageCandidate(request) { candidate in
                 objects.append(object(for: candidate))
             }
             return objects
         }
-        // A limited page needs only the order's first positions (the top 20 of a million), found
-        // without sorting the rest when the others are committed rows that need no object.
+        // Only the page becomes objects.
+        let page = try sortedPage(request)
+        objects.reserveCapacity(page.count)
+        for candidate in page {
+            objects.append(object(for: candidate))
+        }
+        return objects
+    }
+
+    /// The matches of a sorted `request` that its page holds, in its order: what `fetch`,
+    /// `fetchObjectIDs`, `enumerate` and `fetchValues` return.
+    ///
+    /// A limited page needs only the order's first positions (the top 20 of a million): read in
+    /// the order of an index when the first attribute sort allows it (see
+    /// ``indexOrderedCandidates(_:_:)``), otherwise found without sorting the rest when the others
+    /// are committed rows that need no object.
+    func sortedPage<Result>(_ request: FetchRequest<Result>) throws -> [Candidate] {
         let end = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
         var candidates: [Candidate] = []
         var hasRows = false
@@ -173,14 +188,7 @@ extension ManagedObjectContext {
         }
         let prefix = request.fetchLimit > 0 && !end.overflow && hasRows ? end.partialValue : nil
         let order = try sortedOrder(of: candidates, request, prefix: prefix)
-        // Only the page becomes objects.
-        let page = pageRange(count: order.count, request)
-        var objects: [ManagedObject] = []
-        objects.reserveCapacity(page.count)
-        for position in page {
-            objects.append(object(for: candidates[order[position]]))
-        }
-        return objects
+        return pageRange(count: order.count, request).map { candidates[order[$0]] }
     }
 
     /// The candidates among which the first `count` of `request`'s order are, read in the order of
@@ -192,10 +200,12 @@ extension ManagedObjectContext {
     /// with the last of those on the attribute (later sort keys and the fetch order decide
     /// among them). Every row left out has a value beyond those `count` matches'. The context's
     /// objects whose value may differ from the index's — unsaved changes, a merge not taken yet
-    /// — are candidates whatever their place in the index, with their unsaved inserts.
+    /// — are candidates whatever their place in the index, with their unsaved inserts; without
+    /// ``FetchRequest/includesPendingChanges``, they are matched on the committed rows (as a scan
+    /// matches them) and there are no inserts.
     ///
-    /// Taken when the request fetches one entity (no subentities) with `includesPendingChanges`,
-    /// has no attribute constraint and no parent context, and its first attribute sort is on an
+    /// Taken when the request fetches one entity (no subentities), has no attribute constraint
+    /// and no parent context, and its first attribute sort is on an
     /// indexed integer attribute; floating-point or date attribute while neither the
     /// index nor the objects hold a NaN (which Swift's `<` leaves unordered); or string attribute
     /// while the index's and the objects' values are all ASCII (where the index's byte order is
@@ -204,7 +214,7 @@ extension ManagedObjectContext {
     private func indexOrderedCandidates<Result>(_ request: FetchRequest<Result>, _ count: Int) throws
         -> [Candidate]?
     {
-        guard usesIndexes, parent == nil, request.includesPendingChanges, request.attributeConstraint == nil,
+        guard usesIndexes, parent == nil, request.attributeConstraint == nil,
             let first = request.attributeSorts.first, count > 0
         else { return nil }
         let entityIndexes = fetchedEntityIndexes(for: request)
@@ -228,14 +238,19 @@ extension ManagedObjectContext {
         let nilRows = snapshot.liveCount - index.ordered.count
         guard first.ascending ? nilRows == 0 : nilRows == 0 || index.ordered.count >= count else { return nil }
         // The objects whose value may not be the index's.
+        let pending = request.includesPendingChanges
         let unsettled = unsettledObjects(of: entityIndex, in: snapshot)
-        let inserts = pendingInserts.filter {
-            Self.isPendingInsert($0) && $0._objectID.key.entityIndex == entityIndex
-        }
+        let inserts =
+            pending
+            ? pendingInserts.filter { Self.isPendingInsert($0) && $0._objectID.key.entityIndex == entityIndex } : []
         if isString || isFloating {
-            // Values the index's order would not place as Swift's `<` does: a full sort.
-            for object in Array(unsettled.values) + inserts {
-                let value = object._value(at: slot)
+            // Values the index's order would not place as Swift's `<` does: a full sort. Without
+            // pending changes, an object may be sorted on the committed row it holds.
+            var values = (Array(unsettled.values) + inserts).map { $0._value(at: slot) }
+            if !pending {
+                values += unsettled.values.compactMap { $0._committedReference?.values[slot] }
+            }
+            for value in values {
                 if case .string(let string) = value, !string.utf8.allSatisfy({ $0 < 0x80 }) {
                     return nil
                 }
@@ -247,7 +262,7 @@ extension ManagedObjectContext {
         let matches = request.predicate.map(objectMatcher(for:))
         var scan = CandidateScan(
             context: self, entityIndex: entityIndex, registered: registry[entityIndex], predicate: matches,
-            constraint: nil, layout: entity.rowLayout, includesPendingChanges: true)
+            constraint: nil, layout: entity.rowLayout, includesPendingChanges: pending)
         var found: [(key: Int64, candidate: Candidate)] = []
         var boundary: StoredValue?
         try index.ordered.forEachEntry(descending: !first.ascending) { entry in
@@ -268,9 +283,17 @@ extension ManagedObjectContext {
             // Fewer matches in the index than the page needs: rows holding `nil` follow them.
             return nil
         }
-        for (key, object) in unsettled where !object._state.contains(.deleted) {
-            if try matches?(object) ?? true {
-                found.append((key, .object(object)))
+        for (key, object) in unsettled {
+            if pending {
+                if !object._state.contains(.deleted), try matches?(object) ?? true {
+                    found.append((key, .object(object)))
+                }
+            } else if let row = snapshot.reference(for: key) {
+                // Matched on the committed row, as the scan matches it.
+                try scan.visit(row) { candidate in
+                    found.append((key, candidate))
+                    return true
+                }
             }
         }
         found.sort { $0.key < $1.key }

@@ -278,6 +278,26 @@ struct AttributeSortTests {
 /// A limited fetch sorted by an indexed attribute reads the index's order instead of every row.
 @Suite("Attribute sorts read from an index")
 struct IndexedAttributeSortTests {
+    /// The ways of reading a sorted page, each compared with itself through the index and a scan.
+    enum PageForm: CaseIterable {
+        case fetch, objectIDs, enumerate, values
+
+        /// The page's objects (their IDs; for `values`, the attributes `fetchValues` returns).
+        func page<Object: ManagedObject>(of request: FetchRequest<Object>, in context: ManagedObjectContext) throws
+            -> [String]
+        {
+            switch self {
+            case .fetch: return try context.fetch(request).map { "\($0.objectID)" }
+            case .objectIDs: return try context.fetchObjectIDs(request).map { "\($0)" }
+            case .enumerate:
+                var ids: [String] = []
+                try context.enumerate(request, batchSize: 7) { ids.append("\($0.objectID)") }
+                return ids
+            case .values: return try context.fetchValues(request).map { "\($0.sorted { $0.key < $1.key })" }
+            }
+        }
+    }
+
     @Test("a limited page sorted by an indexed attribute is the page a scan gives, through unsaved and merged changes")
     func sameAsScan() throws {
         var random = SeededGenerator(seed: 23)
@@ -349,21 +369,27 @@ struct IndexedAttributeSortTests {
                     }
                 }
                 for _ in 0..<4 {
-                    let predicate: Predicate<Listing>? =
-                        Bool.random(using: &random) ? nil : #Predicate { $0.name != "n1" }
+                    // One predicate on an attribute the rounds change: without pending changes, it is
+                    // evaluated on the committed values.
+                    let predicate: Predicate<Listing>? = [
+                        nil, #Predicate { $0.name != "n1" }, #Predicate { $0.rating != 2 },
+                    ].randomElement(using: &random)!
                     var request = FetchRequest<Listing>(
                         predicate: predicate, sortedBy: sorts.randomElement(using: &random)!,
                         fetchLimit: Int.random(in: 1...30, using: &random),
                         fetchOffset: Int.random(in: 0...10, using: &random), includesSubentities: false)
                     request.includesSubentities = false
+                    // Committed values only now and then (what the asynchronous fetches match).
+                    request.includesPendingChanges = Int.random(in: 0..<3, using: &random) != 0
+                    let form = PageForm.allCases.randomElement(using: &random)!
                     context.usesIndexes = true
-                    let indexed = try context.fetch(request).map(\.objectID)
+                    let indexed = try form.page(of: request, in: context)
                     context.usesIndexes = false
-                    let scanned = try context.fetch(request).map(\.objectID)
+                    let scanned = try form.page(of: request, in: context)
                     context.usesIndexes = true
                     if indexed != scanned {
                         return
-                            "round \(round): \(request.attributeSorts), limit \(request.fetchLimit), offset \(request.fetchOffset)"
+                            "round \(round): \(form) \(request.attributeSorts), limit \(request.fetchLimit), offset \(request.fetchOffset), pending \(request.includesPendingChanges)"
                     }
                 }
                 return nil
@@ -406,6 +432,50 @@ struct IndexedAttributeSortTests {
             #expect(context.currentRowsToken[entityIndex] != nil, "the page did not note that every object is current")
             #expect(all.count == 3_000)
         }
+    }
+
+    @Test("enumerate, fetchValues and fetches of committed values read a limited page from the index too")
+    func everyFormReadsTheIndex() async throws {
+        var random = SeededGenerator(seed: 9)
+        let manager = makeManager(model: listingModel)
+        let context = try makeContext(manager, "indexed-sort-forms")
+        var request = FetchRequest<Listing>(sortedBy: [AttributeSort("code", ascending: false)], fetchLimit: 10)
+        request.includesSubentities = false
+        let expected = (0..<3_000).map { "C\($0)" }.sorted(by: >).prefix(10).map { $0 }
+        try context.performAndWait {
+            for index in 0..<3_000 {
+                IndexTests.fill(context.insert(Listing.self), index, &random)
+            }
+            try context.save()
+            context.reset()
+            context.rowsExamined = 0
+            var codes: [String] = []
+            try context.enumerate(request, batchSize: 4) { codes.append($0.code) }
+            #expect(codes == expected)
+            #expect(context.rowsExamined <= 10, "enumerate examined \(context.rowsExamined) rows")
+            context.rowsExamined = 0
+            let values = try context.fetchValues(request, properties: ["code"])
+            #expect(values.map { $0["code"] } == expected.map { .string($0) })
+            #expect(context.rowsExamined <= 10, "fetchValues examined \(context.rowsExamined) rows")
+            // Committed values only, with an unsaved change that would put an object first: it is
+            // sorted on its committed value, as a scan sorts it.
+            let first = try context.fetch(FetchRequest<Listing>(where: "code", equals: "C5"))[0]
+            first.code = "Z"
+            var committed = request
+            committed.includesPendingChanges = false
+            context.rowsExamined = 0
+            #expect(
+                try context.fetch(committed).map { $0.committedValues(forKeys: ["code"])["code"] }
+                    == expected.map { .string($0) })
+            #expect(context.rowsExamined <= 11, "a committed-values fetch examined \(context.rowsExamined) rows")
+            #expect(try context.fetch(request).first?.code == "Z")
+        }
+        // The asynchronous fetch matches committed values on a private queue, by the same path.
+        let ids = try await context.fetchObjectIDs(request)
+        let codes = try context.performAndWait {
+            try ids.map { try context.existingObject(with: $0, as: Listing.self).code }
+        }
+        #expect(codes == expected)
     }
 }
 
@@ -471,20 +541,23 @@ struct FloatingIndexedAttributeSortTests {
                     try context.save()
                 }
                 for _ in 0..<4 {
-                    let request = FetchRequest<Reading>(
+                    var request = FetchRequest<Reading>(
                         sortedBy: sorts.randomElement(using: &random)!,
                         // Now and then a page longer than the non-nil values of `reviewed`.
                         fetchLimit: Int.random(in: 0..<8, using: &random) == 0
                             ? 900 : Int.random(in: 1...25, using: &random),
                         fetchOffset: Int.random(in: 0...10, using: &random))
+                    request.includesPendingChanges = Int.random(in: 0..<3, using: &random) != 0
+                    let form = IndexedAttributeSortTests.PageForm.allCases.randomElement(using: &random)!
                     context.rowsExamined = 0
-                    let indexed = try context.fetch(request).map(\.objectID)
+                    let indexed = try form.page(of: request, in: context)
                     let examined = context.rowsExamined
                     context.usesIndexes = false
-                    let scanned = try context.fetch(request).map(\.objectID)
+                    let scanned = try form.page(of: request, in: context)
                     context.usesIndexes = true
                     if indexed != scanned {
-                        return "round \(round): \(request.attributeSorts), limit \(request.fetchLimit)"
+                        return
+                            "round \(round): \(form) \(request.attributeSorts), limit \(request.fetchLimit), pending \(request.includesPendingChanges)"
                     }
                     // An ascending sort of `reviewed` needs its `nil` rows, which only a scan finds.
                     let first = request.attributeSorts[0]
