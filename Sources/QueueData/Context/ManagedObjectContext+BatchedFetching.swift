@@ -87,8 +87,9 @@ extension ManagedObjectContext {
                 try flush()
                 return
             }
-            for candidate in try sortedPage(request) {
-                batch.append(candidate)
+            let (candidates, page) = try sortedPage(request)
+            for position in page {
+                batch.append(candidates[position])
                 if batch.count == batchSize {
                     try flush()
                 }
@@ -130,6 +131,7 @@ extension ManagedObjectContext {
             }
             return objects
         }
-        return try sortedPage(request).map { unsafeDowncast(object(for: $0), to: Result.self) }
+        let (candidates, page) = try sortedPage(request)
+        return page.map { unsafeDowncast(object(for: candidates[$0]), to: Result.self) }
     }
 }

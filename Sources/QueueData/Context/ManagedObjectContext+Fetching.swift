@@ -155,22 +155,24 @@ extension ManagedObjectContext {
             return objects
         }
         // Only the page becomes objects.
-        let page = try sortedPage(request)
+        let (candidates, page) = try sortedPage(request)
         objects.reserveCapacity(page.count)
-        for candidate in page {
-            objects.append(object(for: candidate))
+        for position in page {
+            objects.append(object(for: candidates[position]))
         }
         return objects
     }
 
-    /// The matches of a sorted `request` that its page holds, in its order: what `fetch`,
-    /// `fetchObjectIDs`, `enumerate` and `fetchValues` return.
+    /// The matches of a sorted `request` that its page holds, in its order — what `fetch`,
+    /// `fetchObjectIDs`, `enumerate` and `fetchValues` return — as candidates and the positions
+    /// of the page's among them, in order.
     ///
     /// A limited page needs only the order's first positions (the top 20 of a million): read in
     /// the order of an index when the first attribute sort allows it (see
     /// ``indexOrderedCandidates(_:_:)``), otherwise found without sorting the rest when the others
     /// are committed rows that need no object.
-    func sortedPage<Result>(_ request: FetchRequest<Result>) throws -> [Candidate] {
+    func sortedPage<Result>(_ request: FetchRequest<Result>) throws -> (candidates: [Candidate], page: ArraySlice<Int>)
+    {
         let end = Swift.max(request.fetchOffset, 0).addingReportingOverflow(request.fetchLimit)
         var candidates: [Candidate] = []
         var hasRows = false
@@ -188,7 +190,7 @@ extension ManagedObjectContext {
         }
         let prefix = request.fetchLimit > 0 && !end.overflow && hasRows ? end.partialValue : nil
         let order = try sortedOrder(of: candidates, request, prefix: prefix)
-        return pageRange(count: order.count, request).map { candidates[order[$0]] }
+        return (candidates, order[pageRange(count: order.count, request)])
     }
 
     /// The candidates among which the first `count` of `request`'s order are, read in the order of
