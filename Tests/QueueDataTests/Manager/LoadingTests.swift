@@ -150,8 +150,12 @@ struct LoadingTests {
 
     @Test("asking the manager for a context from inside its own load traps with a message")
     func contextFromInsideTheLoadTraps() async {
+        // Made here, so that it is removed after the child traps.
+        let owner = TemporaryDirectory("loading-reentrant")
+        let path = owner.path
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let directory = TemporaryDirectory("loading-reentrant")
+            [path = path as String] in
+            let directory = TemporaryDirectory(existingAt: path)
             try writeOldJournal(directory)
             let box = Recorder<ContextManager>()
             let manager = try loadingManager(directory) { _ in

@@ -9,10 +9,23 @@ final class TemporaryDirectory: @unchecked Sendable {
         url = FileManager.default.temporaryDirectory
             .appendingPathComponent("QueueDataTests-\(label)-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        owned = true
+    }
+
+    /// Whether the directory goes with this object (not for one another object owns).
+    private let owned: Bool
+
+    /// The directory at `path`, which another `TemporaryDirectory` owns and removes: an exit
+    /// test's child process is given its parent's (a child that traps removes nothing).
+    init(existingAt path: String) {
+        url = URL(fileURLWithPath: path, isDirectory: true)
+        owned = false
     }
 
     deinit {
-        try? FileManager.default.removeItem(at: url)
+        if owned {
+            try? FileManager.default.removeItem(at: url)
+        }
     }
 
     /// The URL of `name` in the directory.
