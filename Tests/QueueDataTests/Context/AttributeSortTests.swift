@@ -57,7 +57,8 @@ struct AttributeSortTests {
 
     @Test("fetch, fetchObjectIDs and enumerate return every match sorted by the attributes, then paged, on random data")
     func randomRounds() throws {
-        let rounds = ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_FUZZ"].flatMap(Int.init) ?? 300
+        let rounds =
+            ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_FUZZ"].flatMap(Int.init) ?? scaledRounds(300)
         for seed: UInt64 in [3, 11] {
             let generator = PredicateGenerator(seed: seed)
             let manager = makeManager(model: specimenModel)
@@ -321,7 +322,7 @@ struct IndexedAttributeSortTests {
             [AttributeSort("rating", ascending: false), AttributeSort("name")],
             [AttributeSort("country"), AttributeSort("code")],
         ]
-        for round in 0..<150 {
+        for round in 0..<scaledRounds(150) {
             let step = Int.random(in: 0..<6, using: &random)
             /// Another context changes and deletes some rows and saves.
             func saveElsewhere() throws {
@@ -521,10 +522,11 @@ struct FloatingIndexedAttributeSortTests {
             [AttributeSort("taken", ascending: false)], [AttributeSort("taken"), AttributeSort("value")],
             [AttributeSort("reviewed", ascending: false)], [AttributeSort("reviewed"), AttributeSort("label")],
         ]
-        for round in 0..<120 {
+        let rounds = scaledRounds(120)
+        for round in 0..<rounds {
             // NaNs only in the last rounds: then neither the index nor a scan is in a consistent order,
             // and the fetch must not read the index.
-            let allowingNaN = round >= 100
+            let allowingNaN = round >= rounds - rounds / 6
             let report: String? = try context.performAndWait {
                 let some = try context.fetch(FetchRequest<Reading>(sortedBy: [AttributeSort("label")], fetchLimit: 200))
                 for reading in some where Int.random(in: 0..<30, using: &random) == 0 {

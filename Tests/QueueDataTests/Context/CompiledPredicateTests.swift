@@ -219,7 +219,8 @@ final class PredicateGenerator {
 struct CompiledPredicateTests {
     @Test("compiled predicates return what evaluate returns, on thousands of random predicates and rows")
     func differential() throws {
-        let iterations = ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_FUZZ"].flatMap(Int.init) ?? 1_500
+        let iterations =
+            ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_FUZZ"].flatMap(Int.init) ?? scaledRounds(1_500)
         let manager = makeManager(model: specimenModel)
         let context = try makeContext(manager, "compiled-predicates")
         let seed = ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_SEED"].flatMap(UInt64.init) ?? 7

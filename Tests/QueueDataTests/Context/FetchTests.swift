@@ -89,7 +89,7 @@ struct FetchTests {
                 destination.name = "d\(Int.random(in: 0..<50, using: &random))"
             }
         }
-        for _ in 0..<200 {
+        for _ in 0..<scaledRounds(200) {
             var descriptors = [
                 SortDescriptor<Destination>(\.rating, order: Bool.random(using: &random) ? .forward : .reverse)
             ]

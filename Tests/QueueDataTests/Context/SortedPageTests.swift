@@ -9,7 +9,8 @@ import Testing
 struct SortedPageTests {
     @Test("a sorted page is the slice of every match sorted, on random data, pages and registered objects")
     func randomPages() throws {
-        let rounds = ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_FUZZ"].flatMap(Int.init) ?? 400
+        let rounds =
+            ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_FUZZ"].flatMap(Int.init) ?? scaledRounds(400)
         let seed = ProcessInfo.processInfo.environment["QUEUEDATA_PREDICATE_SEED"].flatMap(UInt64.init) ?? 5
         let generator = PredicateGenerator(seed: seed)
         let sorts: [[SortDescriptor<Specimen>]] = [
