@@ -25,8 +25,10 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
     public var fetchOffset: Int
     /// Whether unsaved changes count (default `true`): unsaved inserts that match are
     /// returned, objects deleted but not saved are not, and the predicate sees current
-    /// values. When `false`, only saved objects are considered, matched on their committed
-    /// values.
+    /// values. When `false`, only saved objects are considered, matched and sorted on the
+    /// store's committed values (those of the latest save, even for an object whose merge of it
+    /// has not arrived yet); the objects returned are still the context's instances, with their
+    /// own values.
     public var includesPendingChanges: Bool
     /// Whether objects of subclasses' entities are included (default `true`).
     public var includesSubentities: Bool

@@ -59,7 +59,7 @@ extension ManagedObjectContext {
             var ids: [ObjectID] = []
             try forEachPageCandidate(request) { candidate in
                 switch candidate {
-                case .object(let object): ids.append(object._objectID)
+                case .object(let object), .committed(let object, _): ids.append(object._objectID)
                 case .row(let entityIndex, let row):
                     ids.append(ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: row.primaryKey))
                 }
@@ -122,6 +122,10 @@ extension ManagedObjectContext {
     enum Candidate {
         case object(ManagedObject)
         case row(entityIndex: Int, row: RowReference)
+        /// A registered object matched on the committed row without pending changes: the object
+        /// is returned, sorted on the row's values (which its own may not be: unsaved changes, a
+        /// merge not taken yet), as a store sorts its rows.
+        case committed(ManagedObject, row: RowReference)
     }
 
     /// Calls `body` with the matches of an unsorted `request` that its page holds (past its
@@ -202,9 +206,9 @@ extension ManagedObjectContext {
     /// with the last of those on the attribute (later sort keys and the fetch order decide
     /// among them). Every row left out has a value beyond those `count` matches'. The context's
     /// objects whose value may differ from the index's — unsaved changes, a merge not taken yet
-    /// — are candidates whatever their place in the index, with their unsaved inserts; without
-    /// ``FetchRequest/includesPendingChanges``, they are matched on the committed rows (as a scan
-    /// matches them) and there are no inserts.
+    /// — are candidates whatever their place in the index, with their unsaved inserts. Without
+    /// ``FetchRequest/includesPendingChanges``, every object is matched and sorted on its committed
+    /// row, the index's value: no object is set apart, and there are no inserts.
     ///
     /// Taken when the request fetches one entity (no subentities), has no attribute constraint
     /// and no parent context, and its first attribute sort is on an
@@ -241,18 +245,13 @@ extension ManagedObjectContext {
         guard first.ascending ? nilRows == 0 : nilRows == 0 || index.ordered.count >= count else { return nil }
         // The objects whose value may not be the index's.
         let pending = request.includesPendingChanges
-        let unsettled = unsettledObjects(of: entityIndex, in: snapshot)
+        let unsettled = pending ? unsettledObjects(of: entityIndex, in: snapshot) : [:]
         let inserts =
             pending
             ? pendingInserts.filter { Self.isPendingInsert($0) && $0._objectID.key.entityIndex == entityIndex } : []
         if isString || isFloating {
-            // Values the index's order would not place as Swift's `<` does: a full sort. Without
-            // pending changes, an object may be sorted on the committed row it holds.
-            var values = (Array(unsettled.values) + inserts).map { $0._value(at: slot) }
-            if !pending {
-                values += unsettled.values.compactMap { $0._committedReference?.values[slot] }
-            }
-            for value in values {
+            // Values the index's order would not place as Swift's `<` does: a full sort.
+            for value in (Array(unsettled.values) + inserts).map({ $0._value(at: slot) }) {
                 if case .string(let string) = value, !string.utf8.allSatisfy({ $0 < 0x80 }) {
                     return nil
                 }
@@ -285,17 +284,9 @@ extension ManagedObjectContext {
             // Fewer matches in the index than the page needs: rows holding `nil` follow them.
             return nil
         }
-        for (key, object) in unsettled {
-            if pending {
-                if !object._state.contains(.deleted), try matches?(object) ?? true {
-                    found.append((key, .object(object)))
-                }
-            } else if let row = snapshot.reference(for: key) {
-                // Matched on the committed row, as the scan matches it.
-                try scan.visit(row) { candidate in
-                    found.append((key, candidate))
-                    return true
-                }
+        for (key, object) in unsettled where !object._state.contains(.deleted) {
+            if try matches?(object) ?? true {
+                found.append((key, .object(object)))
             }
         }
         found.sort { $0.key < $1.key }
@@ -316,7 +307,7 @@ extension ManagedObjectContext {
     /// that no object is made for a row outside the returned page. When a sort descriptor's keys
     /// cannot be extracted (a string comparator, a value of another type), the candidates become
     /// objects and are compared with the descriptors. Without pending changes, objects are sorted
-    /// on the committed values they were matched on.
+    /// on the committed rows they were matched on.
     func sortedOrder<Result>(of candidates: [Candidate], _ request: FetchRequest<Result>, prefix: Int? = nil) throws
         -> [Int]
     {
@@ -340,14 +331,11 @@ extension ManagedObjectContext {
         func sortedOn(_ index: Int) -> ManagedObject {
             switch candidates[index] {
             case .object(let object):
-                if !request.includesPendingChanges, object._state.contains(.updated),
-                    !object._state.contains(.detached), let committed = object._committedReference
-                {
-                    return reading(object._objectID.key.entityIndex!, committed)
-                }
                 return object
             case .row(let entityIndex, let row):
                 return reading(entityIndex, row)
+            case .committed(let object, let row):
+                return reading(object._objectID.key.entityIndex!, row)
             }
         }
         if readers.isEmpty,
@@ -411,7 +399,7 @@ extension ManagedObjectContext {
 
     func object(for candidate: Candidate) -> ManagedObject {
         switch candidate {
-        case .object(let object): return object
+        case .object(let object), .committed(let object, _): return object
         case .row(let entityIndex, let row): return makeObject(entityIndex: entityIndex, reference: row)
         }
     }
@@ -709,7 +697,7 @@ private struct CandidateScan {
                     keepGoing = try body(.object(object))
                 }
             } else if try matchesEveryRow || matchesCommitted(row) {
-                keepGoing = try body(.object(object))
+                keepGoing = try body(.committed(object, row: row))
             }
         } else if try matchesEveryRow || matchesCommitted(row) {
             keepGoing = try body(.row(entityIndex: entityIndex, row: row))

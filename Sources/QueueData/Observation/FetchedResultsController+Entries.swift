@@ -95,7 +95,7 @@ extension FetchedResultsController {
         var probes: [Int: ManagedObject] = [:]
         for candidate in candidates {
             switch candidate {
-            case .object(let object):
+            case .object(let object), .committed(let object, _):
                 entries.append(try entry(for: object, id: object._objectID))
             case .row(let entityIndex, let row):
                 let id = ObjectID(key: context.coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
