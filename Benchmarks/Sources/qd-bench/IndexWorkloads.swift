@@ -102,6 +102,21 @@ func indexMeasurements(sizes: [Int], lookups: Int, repetitions: Int) throws -> [
                 context.reset()
             }
         }
+        // The same page through enumerate and fetchValues, which read the index's order too.
+        let topEnumerated = try context.performAndWait {
+            try medianSeconds(repetitions: repetitions) {
+                var codes: [String] = []
+                try context.enumerate(request) { codes.append($0.code) }
+                precondition(codes == expectedTop, "top 10 by code (enumerate)")
+                context.reset()
+            }
+        }
+        let topValues = try context.performAndWait {
+            try medianSeconds(repetitions: repetitions) {
+                let found = try context.fetchValues(request, properties: ["code"])
+                precondition(found.map { $0["code"] } == expectedTop.map { .string($0) }, "top 10 by code (values)")
+            }
+        }
         let sqlite = IndexedSQLite(values, codes: values.map { indexedCode($0.id) })
         let topBaseline = medianSeconds(repetitions: repetitions) {
             let found = sqlite.top(10)
@@ -116,6 +131,13 @@ func indexMeasurements(sizes: [Int], lookups: Int, repetitions: Int) throws -> [
                 otherBaselines: [
                     Baseline(name: "the same page by a SortDescriptor, every row sorted", value: topByDescriptor)
                 ]))
+        for (form, seconds) in [("enumerate", topEnumerated), ("fetchValues", topValues)] {
+            results.append(
+                Measurement(
+                    workload: "top 10 by an indexed code through \(form), \(size) in store", subject: seconds,
+                    baseline: topBaseline, baselineName: "SQLite :memory: with an index, ORDER BY code DESC LIMIT 10",
+                    unit: "µs", goal: nil))
+        }
         let baseline =
             medianSeconds(repetitions: repetitions) {
                 for key in keys {

@@ -26,9 +26,10 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// Whether unsaved changes count (default `true`): unsaved inserts that match are
     /// returned, objects deleted but not saved are not, and the predicate sees current
     /// values. When `false`, only saved objects are considered, matched and sorted on the
-    /// store's committed values (those of the latest save, even for an object whose merge of it
-    /// has not arrived yet); the objects returned are still the context's instances, with their
-    /// own values.
+    /// committed values (those of the latest save, even for an object whose merge of it has not
+    /// arrived yet; in a child context, its parent's); the objects returned are still the
+    /// context's instances, with their own values (``ManagedObjectContext/fetchValues(_:properties:)``
+    /// returns the committed ones).
     public var includesPendingChanges: Bool
     /// Whether objects of subclasses' entities are included (default `true`).
     public var includesSubentities: Bool

@@ -3,7 +3,8 @@ import Foundation
 extension ManagedObjectContext {
     /// The values of `properties` (every attribute when `nil`) of the objects matching
     /// `request`, as dictionaries of `Sendable` values, without registering any object:
-    /// Core Data's dictionary result type.
+    /// Core Data's dictionary result type. With ``FetchRequest/includesPendingChanges`` `false`,
+    /// the values are the committed ones, as the match and the sort are.
     ///
     /// ```swift
     /// let rows = try context.fetchValues(FetchRequest<Destination>(), properties: ["name", "rating"])
@@ -122,16 +123,25 @@ extension ManagedObjectContext {
     }
 
     /// The objects matching `request` as the fetch would return them, without registering
-    /// the ones made for committed rows.
+    /// the ones made for committed rows; without pending changes, an unregistered object holding
+    /// the committed row in place of each registered one (the values are the store's, as the
+    /// match and the sort were).
     private func fetchUnregistered<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
+        func valueObject(_ candidate: Candidate) -> Result {
+            if case .committed(let object, let row) = candidate {
+                return unsafeDowncast(
+                    makeObject(entityIndex: object._objectID.key.entityIndex!, reference: row), to: Result.self)
+            }
+            return unsafeDowncast(object(for: candidate), to: Result.self)
+        }
         guard request.isSorted else {
             var objects: [Result] = []
             try forEachPageCandidate(request) { candidate in
-                objects.append(unsafeDowncast(object(for: candidate), to: Result.self))
+                objects.append(valueObject(candidate))
             }
             return objects
         }
         let (candidates, page) = try sortedPage(request)
-        return page.map { unsafeDowncast(object(for: candidates[$0]), to: Result.self) }
+        return page.map { valueObject(candidates[$0]) }
     }
 }
