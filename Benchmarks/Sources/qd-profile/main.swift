@@ -15,7 +15,8 @@
 // store of N records in DIR, then exit), open (open the journal store in DIR and close it),
 // write-json and open-json (the same with a JSON store), lookup
 // (1,000 fetches of one record by an indexed code, in one block, in a store of N: its per-lookup
-// cost is a run's total less a `lookup-seed` run's, over 1,000), save-one (N one-object durable
+// cost is a run's total less a `lookup-seed` run's, over 1,000; `top-index` makes 1,000 fetches of
+// the top 10 by that code, descending, each followed by a reset), save-one (N one-object durable
 // saves on a journal store of 10,000 records: its "per row" is per save).
 
 import Foundation
@@ -93,7 +94,7 @@ let workload = arguments[1]
 let directory = URL(fileURLWithPath: arguments.count > 3 ? arguments[3] : NSTemporaryDirectory())
 
 switch workload {
-case "lookup", "lookup-seed":
+case "lookup", "lookup-seed", "top-index":
     let manager = ContextManager(delegate: CodedStore())
     let loader = try manager.createContext()
     try loader.performAndWait {
@@ -110,7 +111,14 @@ case "lookup", "lookup-seed":
         for _ in 0..<1_000 {
             state = state &* 6_364_136_223_846_793_005 &+ 1
             let wanted = code(Int(state >> 33) % count)
-            if workload == "lookup" {
+            if workload == "top-index" {
+                var request = FetchRequest<Coded>(sortedBy: [AttributeSort("code", ascending: false)], fetchLimit: 10)
+                request.includesSubentities = false
+                let found = try context.fetch(request)
+                precondition(found.count == 10)
+                blackHole(wanted)
+                context.reset()
+            } else if workload == "lookup" {
                 let found = try context.fetch(FetchRequest<Coded>(where: "code", equals: wanted))
                 precondition(found.count == 1)
                 blackHole(found[0].age)

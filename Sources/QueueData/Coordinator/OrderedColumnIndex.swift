@@ -100,6 +100,7 @@ struct OrderedColumnIndex: Sendable {
         let sorted = entries.filter { Self.isOrdered($0.value) }.sorted(by: Self.precedes)
         nonASCIIStrings = sorted.reduce(0) { $0 + (Self.isNonASCIIString($1.value) ? 1 : 0) }
         nanValues = sorted.reduce(0) { $0 + (Self.isNaN($1.value) ? 1 : 0) }
+        count = sorted.count
         var start = 0
         while start < sorted.count {
             // Chunks three-quarters full leave room for inserts.
@@ -109,10 +110,9 @@ struct OrderedColumnIndex: Sendable {
         }
     }
 
-    /// The number of entries.
-    var count: Int {
-        chunks.reduce(0) { $0 + $1.count }
-    }
+    /// The number of entries: kept, not summed over the chunks (a page read from the index asks
+    /// for it, and a sum reads every chunk: its time grew with the store).
+    private(set) var count = 0
 
     /// The index of the first chunk whose last entry does not precede `entry` (`chunks.count`
     /// when every one does).
@@ -150,6 +150,7 @@ struct OrderedColumnIndex: Sendable {
         guard Self.isOrdered(value) else { return }
         nonASCIIStrings += Self.isNonASCIIString(value) ? 1 : 0
         nanValues += Self.isNaN(value) ? 1 : 0
+        count += 1
         let entry = Entry(value: value, key: key)
         guard !chunks.isEmpty else {
             chunks = [[entry]]
@@ -175,6 +176,7 @@ struct OrderedColumnIndex: Sendable {
             !Self.precedes(entry, chunks[index][position])
         else { return }
         chunks[index].remove(at: position)
+        count -= 1
         nonASCIIStrings -= Self.isNonASCIIString(value) ? 1 : 0
         nanValues -= Self.isNaN(value) ? 1 : 0
         if chunks[index].isEmpty {

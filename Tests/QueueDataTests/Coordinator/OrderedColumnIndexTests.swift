@@ -73,6 +73,7 @@ struct OrderedColumnIndexTests {
             if step % 500 == 0 || step == 5_999 {
                 let sorted = Self.sorted(reference)
                 #expect(index.entries.map(\.key) == sorted.map(\.key), "step \(step)")
+                #expect(index.count == sorted.count, "step \(step): the kept count")
                 #expect(index.nanValues == reference.values.filter(OrderedColumnIndex.isNaN).count, "step \(step)")
                 #expect(
                     index.nonASCIIStrings == reference.values.filter(OrderedColumnIndex.isNonASCIIString).count,
