@@ -17,7 +17,9 @@
 // (1,000 fetches of one record by an indexed code, in one block, in a store of N: its per-lookup
 // cost is a run's total less a `lookup-seed` run's, over 1,000; `top-index` makes 1,000 fetches of
 // the top 10 by that code, descending, each followed by a reset), save-one (N one-object durable
-// saves on a journal store of 10,000 records: its "per row" is per save).
+// saves on a journal store of 10,000 records: its "per row" is per save), save-one-coded and
+// save-one-unique (N one-object saves on an in-memory store of STORE records with an indexed or
+// a unique code, STORE the third argument; `-age` forms change an attribute that is not indexed).
 
 import Foundation
 import QueueData
@@ -34,10 +36,50 @@ final class Coded: ManagedObject {
     @Attribute var age: Int = 0
 }
 
+final class UniqueCoded: ManagedObject {
+    @Attribute(.unique) var code: String = ""
+    @Attribute var age: Int = 0
+}
+
 struct CodedStore: ContextManagerDelegate {
     var managedObjectModel: ManagedObjectModel { ManagedObjectModel([Coded.self]) }
     var persistentStoreName: String { "Coded" }
     var persistentStoreType: StoreType { .inMemory }
+}
+
+struct UniqueCodedStore: ContextManagerDelegate {
+    var managedObjectModel: ManagedObjectModel { ManagedObjectModel([UniqueCoded.self]) }
+    var persistentStoreName: String { "UniqueCoded" }
+    var persistentStoreType: StoreType { .inMemory }
+}
+
+/// N one-object saves on an in-memory store of `storeSize` records of `Entity`, each changing
+/// one record's code (`changingCode`) or only its age.
+func saveOne<Entity: ManagedObject>(
+    _: Entity.Type, delegate: some ContextManagerDelegate, count: Int, storeSize: Int, changingCode: Bool,
+    code codePath: ReferenceWritableKeyPath<Entity, String>, age agePath: ReferenceWritableKeyPath<Entity, Int>
+) throws {
+    let manager = ContextManager(delegate: delegate)
+    let context = try manager.createContext()
+    try context.performAndWait {
+        for index in 0..<storeSize {
+            let record = context.insert(Entity.self)
+            record[keyPath: codePath] = code(index)
+            record[keyPath: agePath] = index % 100
+        }
+        try context.save()
+        let records = try context.fetch(FetchRequest<Entity>())
+        for index in 0..<count {
+            let record = records[(index &* 7919) % records.count]
+            if changingCode {
+                record[keyPath: codePath] = code(storeSize + index)
+            } else {
+                record[keyPath: agePath] &+= 1
+            }
+            try context.save()
+        }
+    }
+    manager.close()
 }
 
 /// The code of record `index`.
@@ -154,6 +196,23 @@ case "save-one":
         }
     }
     manager.close()
+case "save-one-coded", "save-one-coded-age", "save-one-unique", "save-one-unique-age":
+    // N one-object saves on an in-memory store of STORE records (the third argument, 10,000
+    // unless given) with an indexed code (`save-one-coded`) or a unique one (`save-one-unique`),
+    // each changing one record's code or, with `-age`, only its age: the per-save cost is a 2N
+    // run's total less an N run's, over N; compare two store sizes to see whether a save grows
+    // with the store.
+    let storeSize = arguments.count > 3 ? Int(arguments[3]) ?? 10_000 : 10_000
+    let changingCode = !workload.hasSuffix("-age")
+    if workload.hasPrefix("save-one-coded") {
+        try saveOne(
+            Coded.self, delegate: CodedStore(), count: count, storeSize: storeSize, changingCode: changingCode,
+            code: \.code, age: \.age)
+    } else {
+        try saveOne(
+            UniqueCoded.self, delegate: UniqueCodedStore(), count: count, storeSize: storeSize,
+            changingCode: changingCode, code: \.code, age: \.age)
+    }
 case "journal":
     let target = directory.appendingPathComponent("qd-profile-\(ProcessInfo.processInfo.processIdentifier)")
     defer { try? FileManager.default.removeItem(at: target) }

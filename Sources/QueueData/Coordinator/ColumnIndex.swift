@@ -4,18 +4,17 @@ import Foundation
 /// each value.
 ///
 /// It lives in its ``EntityTable``, so every version of the table (the rows as of a commit, the
-/// durable rows contexts read) carries the index of exactly its rows. Values are spread over
-/// fixed buckets by hash, so that a commit copies only the buckets it touches while published
-/// versions share the others, as the table's chunks do.
+/// durable rows contexts read) carries the index of exactly its rows. Values are kept in a
+/// persistent hash trie (``HashedValueTrie``), so that a commit copies only the few nodes on the
+/// paths it changes while published versions share the others, as the table's chunks do; a
+/// commit that leaves the column's values alone copies nothing of it.
 ///
 /// Lookups compare values as ``StoredValue``'s `==` does, which is the `==` of the attribute's
 /// Swift type for the types a fetch looks up (see ``lookUp(_:)``).
 struct ColumnIndex: Sendable {
-    static let bucketCount = 4096
-
     /// The indexed column.
     let column: Int
-    private var buckets: [[StoredValue: Keys]]
+    private var hashed = HashedValueTrie()
     /// The column's integer, floating-point, date and string values in order, for ranges and
     /// prefixes.
     private(set) var ordered = OrderedColumnIndex([])
@@ -28,87 +27,85 @@ struct ColumnIndex: Sendable {
 
     init(column: Int) {
         self.column = column
-        buckets = Array(repeating: [:], count: Self.bucketCount)
     }
 
-    private static func bucket(of value: StoredValue) -> Int {
-        value.hashValue & (bucketCount - 1)
-    }
-
-    /// Records that the row `primaryKey` holds `value`; in the ordered entries too unless `ordering` is
-    /// `false` (the caller then rebuilds them with ``rebuildOrdered(_:layout:)``).
-    mutating func insert(_ value: StoredValue, _ primaryKey: Int64, ordering: Bool = true) {
-        if ordering {
-            ordered.insert(value, primaryKey)
+    /// Whether the index holds `lhs` and `rhs` alike: the same hashed entry and the same
+    /// ordered one. Strings must have the same UTF-8 bytes (the ordered entries are in byte
+    /// order, and canonically equivalent strings are `==` with different bytes); other values
+    /// the same bits.
+    static func isIndexedAlike(_ lhs: StoredValue, _ rhs: StoredValue) -> Bool {
+        if case .string(let left) = lhs, case .string(let right) = rhs {
+            return left.utf8.elementsEqual(right.utf8)
         }
+        return StoredValue.isSame(lhs, rhs)
+    }
+
+    /// Records that the row `primaryKey` holds `value`, unless `deferred` (the caller then
+    /// rebuilds the whole index with ``build(_:layout:)``).
+    mutating func insert(_ value: StoredValue, _ primaryKey: Int64, deferred: Bool = false) {
+        guard !deferred else { return }
+        ordered.insert(value, primaryKey)
         insertHashed(value, primaryKey)
     }
 
-    /// Rebuilds the ordered entries from every live row of `blocks` (one sort: for a commit
-    /// that inserts many rows, cheaper than an insertion each).
-    mutating func rebuildOrdered(_ blocks: [[RowBlock]], layout: RowLayout) {
+    /// Indexes every live row of `blocks` at once, replacing what the index held: both parts
+    /// built from one sort each instead of an insertion per row (at open, and for a commit
+    /// that adds many rows beside the table's).
+    mutating func build(_ blocks: [[RowBlock]], layout: RowLayout) {
+        var pairs: [(value: StoredValue, key: Int64)] = []
         var entries: [OrderedColumnIndex.Entry] = []
         for group in blocks {
             for block in group {
                 for index in 0..<block.count where block.isLive(index) {
                     let value = layout.value(block.row(index), slot: column)
+                    pairs.append((value, block.key(index)))
                     if OrderedColumnIndex.isOrdered(value) {
                         entries.append(OrderedColumnIndex.Entry(value: value, key: block.key(index)))
                     }
                 }
             }
         }
+        hashed = HashedValueTrie(pairs)
         ordered = OrderedColumnIndex(entries)
     }
 
-    /// Indexes every live row of `blocks` at once: the ordered entries sorted once instead of
-    /// inserted one by one.
-    mutating func build(_ blocks: [[RowBlock]], layout: RowLayout) {
-        for group in blocks {
-            for block in group {
-                for index in 0..<block.count where block.isLive(index) {
-                    insertHashed(layout.value(block.row(index), slot: column), block.key(index))
-                }
-            }
-        }
-        rebuildOrdered(blocks, layout: layout)
-    }
-
     private mutating func insertHashed(_ value: StoredValue, _ primaryKey: Int64) {
-        let bucket = Self.bucket(of: value)
-        switch buckets[bucket][value] {
-        case nil:
-            buckets[bucket][value] = .one(primaryKey)
-        case .one(let other):
-            buckets[bucket][value] = .several([other, primaryKey])
-        case .several(var keys):
-            buckets[bucket][value] = nil
-            keys.append(primaryKey)
-            buckets[bucket][value] = .several(keys)
+        hashed.modifyKeys(for: value, hash: HashedValueTrie.hash(of: value)) { keys in
+            switch keys {
+            case nil:
+                keys = .one(primaryKey)
+            case .one(let other):
+                keys = .several([other, primaryKey])
+            case .several(var several):
+                keys = nil
+                several.append(primaryKey)
+                keys = .several(several)
+            }
         }
     }
 
     /// Records that the row `primaryKey` no longer holds `value`.
     mutating func remove(_ value: StoredValue, _ primaryKey: Int64) {
         ordered.remove(value, primaryKey)
-        let bucket = Self.bucket(of: value)
-        switch buckets[bucket][value] {
-        case nil:
-            return
-        case .one(let key):
-            if key == primaryKey {
-                buckets[bucket][value] = nil
+        hashed.modifyKeys(for: value, hash: HashedValueTrie.hash(of: value)) { keys in
+            switch keys {
+            case nil:
+                return
+            case .one(let key):
+                if key == primaryKey {
+                    keys = nil
+                }
+            case .several(var several):
+                keys = nil
+                several.removeAll { $0 == primaryKey }
+                keys = several.count == 1 ? .one(several[0]) : .several(several)
             }
-        case .several(var keys):
-            buckets[bucket][value] = nil
-            keys.removeAll { $0 == primaryKey }
-            buckets[bucket][value] = keys.count == 1 ? .one(keys[0]) : .several(keys)
         }
     }
 
     /// The primary keys of the rows holding `value` (in no particular order).
     func lookUp(_ value: StoredValue) -> [Int64] {
-        switch buckets[Self.bucket(of: value)][value] {
+        switch hashed[value] {
         case nil: return []
         case .one(let key): return [key]
         case .several(let keys): return keys

@@ -52,9 +52,9 @@ struct EntityTable: Sendable {
     /// a snapshot's token knows they still are while the token stays the same (see
     /// `ManagedObjectContext.forEachCandidate`). Inserted rows keep it: no object holds them.
     private(set) var updateToken = UpdateToken()
-    /// Whether appended rows go into the indexes' ordered entries one by one (see
-    /// ``append(contentsOf:)``).
-    private var ordersIndexes = true
+    /// Whether appended rows are left out of the indexes, which are rebuilt once they are all
+    /// in (see ``append(contentsOf:)``).
+    private var defersIndexes = false
 
     /// Identifies a state of a table's existing rows (compared by identity).
     final class UpdateToken: Sendable {}
@@ -90,23 +90,23 @@ struct EntityTable: Sendable {
         let row = block.row(index)
         for position in indexes.indices {
             indexes[position].insert(
-                layout.value(row, slot: indexes[position].column), block.key(index), ordering: ordersIndexes)
+                layout.value(row, slot: indexes[position].column), block.key(index), deferred: defersIndexes)
         }
     }
 
     /// Appends rows whose keys are greater than every key in the table, in increasing order.
-    /// When they are many beside the table's rows, the indexes' ordered entries are rebuilt
-    /// once at the end instead of taking each row in turn.
+    /// When they are many beside the table's rows, the indexes are rebuilt once at the end
+    /// instead of taking each row in turn.
     mutating func append(contentsOf rows: [CommittedRow]) {
         let rebuilds = !indexes.isEmpty && rows.count > 64 && rows.count > liveCount / 8
-        ordersIndexes = !rebuilds
+        defersIndexes = rebuilds
         for row in rows {
             append(row)
         }
-        ordersIndexes = true
+        defersIndexes = false
         if rebuilds {
             for position in indexes.indices {
-                indexes[position].rebuildOrdered(blocks, layout: layout)
+                indexes[position].build(blocks, layout: layout)
             }
         }
     }
@@ -211,14 +211,25 @@ struct EntityTable: Sendable {
         }
         noteRowUpdate()
         let (block, index) = writableBlock(at: position)
+        // Only the indexes whose column changed are touched: an update of other attributes
+        // (the common case) copies no part of an index.
+        var reindexed: [Int] = []
         if !indexes.isEmpty {
-            removeFromIndexes(block, index)
+            let old = block.row(index)
+            for position in indexes.indices {
+                let column = indexes[position].column
+                let value = layout.value(old, slot: column)
+                if !ColumnIndex.isIndexedAlike(value, row.values[column]) {
+                    indexes[position].remove(value, row.primaryKey)
+                    reindexed.append(position)
+                }
+            }
         }
         guard block.replace(at: index, version: row.version, values: row.values) else {
             preconditionFailure("QueueData: row \(row.primaryKey) has values that do not fit its columns")
         }
-        if !indexes.isEmpty {
-            addToIndexes(block, index)
+        for position in reindexed {
+            indexes[position].insert(row.values[indexes[position].column], row.primaryKey, deferred: defersIndexes)
         }
         return RowReference(block: block, index: index)
     }

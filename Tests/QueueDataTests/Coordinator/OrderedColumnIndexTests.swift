@@ -33,9 +33,9 @@ struct OrderedColumnIndexTests {
     }
 
     @Test(
-        "random inserts and removals over several chunks keep the entries sorted, and range walks match a sort",
-        arguments: ["integer", "double", "string"])
-    func randomAgainstSort(kind: String) {
+        "random inserts and removals over several chunks and groups keep the entries sorted, and range walks match a sort",
+        arguments: ["integer", "double", "string"], [false, true])
+    func randomAgainstSort(kind: String, small: Bool) {
         var random = SeededGenerator(seed: 41)
         func value() -> StoredValue {
             switch kind {
@@ -57,7 +57,12 @@ struct OrderedColumnIndexTests {
         for key in 1...1_500 {
             reference[Int64(key)] = value()
         }
-        var index = OrderedColumnIndex(reference.map { OrderedColumnIndex.Entry(value: $0.value, key: $0.key) })
+        // Small chunks and groups (4 of 4) make many of both, split and emptied on the way.
+        var index = OrderedColumnIndex(
+            reference.map { OrderedColumnIndex.Entry(value: $0.value, key: $0.key) },
+            chunkCapacity: small ? 4 : 128, groupCapacity: small ? 4 : 256)
+        var published: [(index: OrderedColumnIndex, keys: [Int64])] = []
+        var shapes: Set<Int> = []
         var nextKey: Int64 = 1_501
         for step in 0..<6_000 {
             if Bool.random(using: &random) || reference.isEmpty {
@@ -72,6 +77,8 @@ struct OrderedColumnIndexTests {
             }
             if step % 500 == 0 || step == 5_999 {
                 let sorted = Self.sorted(reference)
+                published.append((index, sorted.map(\.key)))
+                shapes.insert(index.shape.groups)
                 #expect(index.entries.map(\.key) == sorted.map(\.key), "step \(step)")
                 #expect(index.count == sorted.count, "step \(step): the kept count")
                 #expect(index.nanValues == reference.values.filter(OrderedColumnIndex.isNaN).count, "step \(step)")
@@ -97,6 +104,28 @@ struct OrderedColumnIndexTests {
             }
         }
         #expect(index.count == reference.count)
+        // Versions kept on the way (a published table's) still hold what they held.
+        for (number, version) in published.enumerated() {
+            #expect(version.index.entries.map(\.key) == version.keys, "version \(number)")
+        }
+        if small {
+            #expect(shapes.count > 5, "groups split and merged: \(shapes.sorted())")
+        }
+    }
+
+    @Test("strings are ordered by their UTF-8 bytes, as utf8.lexicographicallyPrecedes orders them")
+    func bytesPrecedeAsUTF8() {
+        var random = SeededGenerator(seed: 9)
+        let pieces = ["", "a", "b", "é", "e\u{301}", "\u{0}", "ÿ", "😀", "aaaaaaaaaaaaaaaa", "Z"]
+        for _ in 0..<3_000 {
+            let left = (0..<Int.random(in: 0...4, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+                .joined()
+            let right = (0..<Int.random(in: 0...4, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+                .joined()
+            #expect(
+                OrderedColumnIndex.bytesPrecede(left, right) == left.utf8.lexicographicallyPrecedes(right.utf8),
+                "\(left.debugDescription) < \(right.debugDescription)")
+        }
     }
 
     @Test("values that are not ordered (nil, booleans, data) are not kept")
