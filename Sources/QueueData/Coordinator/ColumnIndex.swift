@@ -34,8 +34,14 @@ struct ColumnIndex: Sendable {
     /// order, and canonically equivalent strings are `==` with different bytes); other values
     /// the same bits.
     static func isIndexedAlike(_ lhs: StoredValue, _ rhs: StoredValue) -> Bool {
-        if case .string(let left) = lhs, case .string(let right) = rhs {
-            return left.utf8.elementsEqual(right.utf8)
+        if case .string(var left) = lhs, case .string(var right) = rhs {
+            // One `memcmp` over the contiguous bytes (`utf8.elementsEqual` walks them generically).
+            return left.withUTF8 { left in
+                right.withUTF8 { right in
+                    left.count == right.count
+                        && (left.isEmpty || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
+                }
+            }
         }
         return StoredValue.isSame(lhs, rhs)
     }

@@ -47,6 +47,44 @@ struct EntityTableTests {
         #expect(table.nextPrimaryKey >= next - 3)
     }
 
+    @Test("a replacement re-indexes a column only where its stored value changes: bytes for strings, bits for numbers")
+    func replacementsReindexChangedColumns() {
+        #expect(ColumnIndex.isIndexedAlike(.string("é"), .string("é")))
+        #expect(!ColumnIndex.isIndexedAlike(.string("é"), .string("e\u{301}")), "== but other bytes")
+        #expect(!ColumnIndex.isIndexedAlike(.string(""), .string("a")))
+        #expect(!ColumnIndex.isIndexedAlike(.double(0), .double(-0.0)), "== but other bits")
+        #expect(ColumnIndex.isIndexedAlike(.double(.nan), .double(.nan)))
+        #expect(!ColumnIndex.isIndexedAlike(.integer(1), .null))
+
+        let layout = RowLayout(
+            columnKinds: [.string, .int64], transientKinds: [], defaults: [.string(""), .integer(0)])
+        var table = EntityTable(layout: layout)
+        table.index(columns: [0])
+        for key in Int64(1)...300 {
+            table.append(CommittedRow(primaryKey: key, version: 1, values: [.string("code \(key)"), .integer(key)]))
+        }
+        let published = table.snapshot
+        // Another column changes: the index is the same, and lookups still find the row.
+        table.replace(with: CommittedRow(primaryKey: 7, version: 2, values: [.string("code 7"), .integer(70)]))
+        #expect(table.snapshot.index(of: 0)?.lookUp(.string("code 7")) == [7])
+        // The indexed string changes to an equal one with other bytes: the ordered entries
+        // follow (they are in byte order), and the hashed ones still find it.
+        table.replace(with: CommittedRow(primaryKey: 8, version: 2, values: [.string("é"), .integer(8)]))
+        table.replace(with: CommittedRow(primaryKey: 8, version: 3, values: [.string("e\u{301}"), .integer(8)]))
+        let index = table.snapshot.index(of: 0)!
+        #expect(index.lookUp(.string("é")) == [8])
+        #expect(index.lookUp(.string("code 8")).isEmpty)
+        let strings = index.ordered.entries.compactMap { entry -> String? in
+            guard entry.key == 8, case .string(let value) = entry.value else { return nil }
+            return value
+        }
+        #expect(strings.map { Array($0.utf8) } == [Array("e\u{301}".utf8)])
+        #expect(index.ordered.count == 300)
+        // The version published before the changes still indexes the old values.
+        #expect(published.index(of: 0)?.lookUp(.string("code 8")) == [8])
+        #expect(published.index(of: 0)?.lookUp(.string("é")).isEmpty == true)
+    }
+
     @Test("a snapshot is unaffected by later changes")
     func snapshotsAreStable() {
         var table = EntityTable(layout: layout)
