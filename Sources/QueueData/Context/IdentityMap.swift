@@ -5,7 +5,8 @@
 /// and an object takes 8 bytes of map instead of a hashed dictionary entry (≈ 40 bytes). A page
 /// is allocated when a key in its range is first registered, and freed when its last object
 /// goes. The list of pages covers the keys below some limit, and grows only while it stays
-/// within four pages per registered object (or 1,024 pages): objects of keys beyond it — a few
+/// within four pages per registered object (or 1,024 pages), and then by half its length at
+/// least (not a page at a time as objects register one by one): objects of keys beyond it — a few
 /// objects of a large store, keys at or above 2^30 — live in a dictionary whose keys hash with
 /// a seeded 64-bit mix instead of SipHash, and move into pages when the list grows over them.
 /// Every positive key has one place: the pages below the limit, the dictionary above.
@@ -90,6 +91,9 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
         }
     }
 
+    /// The keys from 1 below this are paged (for tests).
+    var pagedKeyLimit: Int64 { Int64(pages.count) << Self.pageShift }
+
     /// Whether `key` is in the pages' range (else in `others`).
     @inline(__always)
     private func isPaged(_ key: Int64) -> Bool {
@@ -136,11 +140,25 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
         }
         let needed = index + 1
         let allowed = Swift.max(1024, 4 * (temporaryPaged + 1))
-        guard index >= 0, needed <= allowed else { return false }
-        temporaryPages.append(
-            contentsOf: repeatElement(
-                nil, count: Swift.min(Swift.max(needed, temporaryPages.count * 2), allowed) - temporaryPages.count))
+        guard index >= 0, needed <= allowed,
+            let newCount = Self.grownCount(temporaryPages.count, needed: needed, allowed: allowed)
+        else { return false }
+        temporaryPages.append(contentsOf: repeatElement(nil, count: newCount - temporaryPages.count))
         return true
+    }
+
+    /// The new length of a list of `count` pages that must grow to `needed` (at most
+    /// `allowed`, the four pages per object): doubled where that is allowed; otherwise as far
+    /// as allowed, but only when that is half the list again — or `nil`, leaving the key to
+    /// `others`. (While objects are registered one by one, `allowed` creeps up four pages at a
+    /// time: growing with it would lengthen the list, and move `others` into it, with almost
+    /// every registration.)
+    private static func grownCount(_ count: Int, needed: Int, allowed: Int) -> Int? {
+        let doubled = Swift.max(needed, count * 2)
+        if doubled <= allowed {
+            return doubled
+        }
+        return allowed - count >= Swift.max(1, count / 2) ? allowed : nil
     }
 
     /// Registers (or unregisters) the object of an unpaged key in `others`.
@@ -191,10 +209,11 @@ struct IdentityMap: Sequence, ExpressibleByDictionaryLiteral {
     private mutating func extendPages(toCover key: Int64, adding: Int) {
         let needed = Int(key >> Self.pageShift) + 1
         let allowed = Swift.max(1024, 4 * (count + adding))
-        guard needed > pages.count, needed <= allowed else { return }
+        guard needed > pages.count, needed <= allowed,
+            let newCount = Self.grownCount(pages.count, needed: needed, allowed: allowed)
+        else { return }
         let oldLimit = Int64(pages.count) << Self.pageShift
-        pages.append(
-            contentsOf: repeatElement(nil, count: Swift.min(Swift.max(needed, pages.count * 2), allowed) - pages.count))
+        pages.append(contentsOf: repeatElement(nil, count: newCount - pages.count))
         guard positiveOthers > 0 else { return }
         let moving = others.filter { $0.key.rawValue >= oldLimit && isPaged($0.key.rawValue) }
         for (key, object) in moving {

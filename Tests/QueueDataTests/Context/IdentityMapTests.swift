@@ -185,6 +185,39 @@ struct IdentityMapTests {
         }
     }
 
+    @Test("objects registered one by one at random keys grow the pages a few times, not with every registration")
+    func pagesGrowInFewSteps() throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "identity-map-growth")
+        context.performAndWait {
+            let object = context.insert(Destination.self) as ManagedObject
+            var random = SeededGenerator(seed: 3)
+            var map = IdentityMap()
+            var reference: Set<Int64> = []
+            var limits: [Int64] = []
+            for _ in 0..<1_000 {
+                let key = Int64.random(in: 1...100_000, using: &random)
+                map[key] = object
+                reference.insert(key)
+                if limits.last != map.pagedKeyLimit {
+                    limits.append(map.pagedKeyLimit)
+                }
+            }
+            // The pages may reach 4 per object (4,000 at the end: every key of 100,000), and
+            // grow by half at least each time: a few steps, where growing with the allowance
+            // (4 pages more with each registration) took over a hundred, each moving objects out
+            // of the dictionary.
+            #expect(limits.count <= 6, "the page list grew \(limits.count) times: \(limits)")
+            #expect(map.pagedKeyLimit > 100_000)
+            #expect(map.count == reference.count)
+            for key in reference {
+                #expect(map[key] === object)
+            }
+            #expect(map[1_000_001] == nil)
+            context.rollback()
+        }
+    }
+
     @Test("an object registered beyond the pages moves into them when they grow over its key")
     func farKeysMoveIntoPages() throws {
         let manager = makeManager()
