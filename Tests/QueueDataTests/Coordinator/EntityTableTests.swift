@@ -80,6 +80,22 @@ struct EntityTableTests {
         }
         #expect(strings.map { Array($0.utf8) } == [Array("e\u{301}".utf8)])
         #expect(index.ordered.count == 300)
+        // A change that keeps the byte length ("code 9" to "code 6") re-indexes too.
+        table.replace(with: CommittedRow(primaryKey: 9, version: 2, values: [.string("code 6"), .integer(9)]))
+        #expect(table.snapshot.index(of: 0)?.lookUp(.string("code 6")).sorted() == [6, 9])
+        #expect(table.snapshot.index(of: 0)?.lookUp(.string("code 9")).isEmpty == true)
+        // A large append into the table (more than an eighth of its rows: the indexes are
+        // rebuilt once at its end) indexes both the rows before it and the new ones.
+        table.append(
+            contentsOf: (Int64(301)...400).map {
+                CommittedRow(primaryKey: $0, version: 1, values: [.string("code \($0)"), .integer($0)])
+            })
+        let rebuilt = table.snapshot.index(of: 0)!
+        #expect(rebuilt.lookUp(.string("code 350")) == [350])
+        #expect(rebuilt.lookUp(.string("code 150")) == [150])
+        #expect(rebuilt.lookUp(.string("é")) == [8])
+        #expect(rebuilt.ordered.count == 400)
+        #expect(rebuilt.ordered.entries.contains { $0.key == 399 })
         // The version published before the changes still indexes the old values.
         #expect(published.index(of: 0)?.lookUp(.string("code 8")) == [8])
         #expect(published.index(of: 0)?.lookUp(.string("é")).isEmpty == true)
