@@ -63,6 +63,8 @@ struct AttributeSortReader {
     let slots: [Int]
     /// Whether the order is reversed.
     let descending: Bool
+    /// The row layout of every entity of the model, by entity index.
+    let layouts: [RowLayout]
 
     /// Checks `sort` against every entity of `entityIndexes` (trapping on a wrong name or type).
     init(_ sort: AttributeSort, entityIndexes: [Int], model: ManagedObjectModel) {
@@ -72,6 +74,7 @@ struct AttributeSortReader {
         }
         self.slots = slots
         self.descending = !sort.ascending
+        layouts = model.entities.map(\.rowLayout)
     }
 
     /// The sort key of `object`'s current value (what its row holds).
@@ -79,5 +82,12 @@ struct AttributeSortReader {
         guard let entityIndex = object._objectID.key.entityIndex, entityIndex < slots.count, slots[entityIndex] >= 0
         else { return nil }
         return SortKey(stored: object._value(at: slots[entityIndex]))
+    }
+
+    /// The sort key of `row`, a committed row of the entity at `entityIndex`: what
+    /// ``key(of:)`` answers for an object holding it.
+    func key(ofRow row: RowReference, entityIndex: Int) -> SortKey? {
+        guard entityIndex < slots.count, slots[entityIndex] >= 0 else { return nil }
+        return SortKey(stored: layouts[entityIndex].value(row.fields, slot: slots[entityIndex]))
     }
 }

@@ -338,6 +338,12 @@ extension ManagedObjectContext {
                 return reading(object._objectID.key.entityIndex!, row)
             }
         }
+        if !readers.isEmpty, request.sortDescriptors.isEmpty,
+            let order = attributeOrder(of: candidates, readers: readers, prefix: prefix)
+        {
+            // Attribute sorts alone: keys read from the rows, no object loaded.
+            return order
+        }
         if readers.isEmpty,
             let order = SortKey.order(
                 count: candidates.count, by: request.sortDescriptors, prefix: prefix,
@@ -387,6 +393,30 @@ extension ManagedObjectContext {
             }
             return left < right
         }
+    }
+
+    /// The order of `candidates` by the attribute sorts `readers` alone (ties in candidate order),
+    /// with each key read from the candidate's committed row, or its object's values for a
+    /// candidate matched with its pending changes; `nil` when a value has no sort key.
+    private func attributeOrder(of candidates: [Candidate], readers: [AttributeSortReader], prefix: Int?) -> [Int]? {
+        var keys: [SortKey] = []
+        keys.reserveCapacity(candidates.count * readers.count)
+        for candidate in candidates {
+            for reader in readers {
+                let key: SortKey?
+                switch candidate {
+                case .object(let object):
+                    key = reader.key(of: object)
+                case .row(let entityIndex, let row):
+                    key = reader.key(ofRow: row, entityIndex: entityIndex)
+                case .committed(let object, let row):
+                    key = object._objectID.key.entityIndex.flatMap { reader.key(ofRow: row, entityIndex: $0) }
+                }
+                guard let key else { return nil }
+                keys.append(key)
+            }
+        }
+        return SortKey.order(keys: keys, columns: readers.count, reversed: readers.map(\.descending), prefix: prefix)
     }
 
     /// A new unregistered object holding the committed row `object` (a reusable one) holds now.
@@ -654,6 +684,8 @@ private struct CandidateScan {
     let predicate: ((ManagedObject) throws -> Bool)?
     /// The request's attribute constraint, and the slot it constrains.
     let constraint: (AttributeConstraint, Int)?
+    /// The constraint's check of a committed row, prepared once for the scan.
+    let rowConstraint: ((UnsafeRawPointer) -> Bool)?
     let layout: RowLayout
     let includesPendingChanges: Bool
     /// Whether every committed row matches (no predicate, no constraint): then none is looked at.
@@ -678,6 +710,7 @@ private struct CandidateScan {
         self.registered = registered
         self.predicate = predicate
         self.constraint = constraint
+        rowConstraint = constraint.map { constraint, slot in constraint.rowMatcher(slot: slot, layout: layout) }
         self.layout = layout
         self.includesPendingChanges = includesPendingChanges
         matchesEveryRow = predicate == nil && constraint == nil
@@ -714,7 +747,7 @@ private struct CandidateScan {
 
     /// Whether the committed row matches (read through the reusable object).
     private mutating func matchesCommitted(_ row: RowReference) throws -> Bool {
-        if let (constraint, slot) = constraint, !constraint.isSatisfied(row: row.fields, slot: slot, layout: layout) {
+        if let rowConstraint, !rowConstraint(row.fields) {
             return false
         }
         guard let predicate else { return true }
