@@ -209,6 +209,9 @@ struct EntityTable: Sendable {
         guard let position = position(of: row.primaryKey), locate(position).block.isLive(locate(position).index) else {
             preconditionFailure("QueueData: no committed row \(row.primaryKey) to replace")
         }
+        precondition(
+            row.values.count == layout.columnCount,
+            "QueueData: row \(row.primaryKey) has \(row.values.count) values for \(layout.columnCount) columns")
         noteRowUpdate()
         let (block, index) = writableBlock(at: position)
         // Only the indexes whose column changed are touched: an update of other attributes

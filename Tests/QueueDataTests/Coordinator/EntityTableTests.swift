@@ -101,6 +101,62 @@ struct EntityTableTests {
         #expect(published.index(of: 0)?.lookUp(.string("é")).isEmpty == true)
     }
 
+    @Test("NaN values stay out of the hashed part of an index (no lookup finds them) and in its ordered part")
+    func nanValuesAreNotHashed() {
+        #expect(ColumnIndex.isUnequalToItself(.double(.nan)))
+        #expect(ColumnIndex.isUnequalToItself(.double(-.nan)))
+        #expect(ColumnIndex.isUnequalToItself(.date(Date(timeIntervalSinceReferenceDate: .nan))))
+        #expect(!ColumnIndex.isUnequalToItself(.double(.infinity)))
+        #expect(!ColumnIndex.isUnequalToItself(.double(-0.0)))
+        #expect(!ColumnIndex.isUnequalToItself(.null))
+        #expect(!ColumnIndex.isUnequalToItself(.decimal(.nan)), "Decimal's NaN is == to itself")
+
+        let layout = RowLayout(
+            columnKinds: [.optionalDouble, .optionalDate], transientKinds: [], defaults: [.null, .null])
+        let nanDate = StoredValue.date(Date(timeIntervalSinceReferenceDate: .nan))
+        func values(_ key: Int64, nan: Bool) -> [StoredValue] {
+            nan ? [.double(.nan), nanDate] : [.double(Double(key)), .date(Date(timeIntervalSinceReferenceDate: 1))]
+        }
+        var table = EntityTable(layout: layout)
+        table.index(columns: [0, 1])
+        // Every third row NaN, one by one and then in a bulk append (which rebuilds the index).
+        for key in Int64(1)...30 {
+            table.append(CommittedRow(primaryKey: key, version: 1, values: values(key, nan: key % 3 == 0)))
+        }
+        table.append(
+            contentsOf: (Int64(31)...300).map {
+                CommittedRow(primaryKey: $0, version: 1, values: values($0, nan: $0 % 3 == 0))
+            })
+        var nan = Set((Int64(1)...300).filter { $0 % 3 == 0 })
+        var version: Int64 = 1
+        var random = SeededGenerator(seed: 5)
+        for round in 0..<400 {
+            // A row turns NaN or back, or is saved again as it is.
+            let key = Int64.random(in: 1...300, using: &random)
+            let toNaN = round % 5 == 0 ? nan.contains(key) : !nan.contains(key)
+            version += 1
+            table.replace(with: CommittedRow(primaryKey: key, version: version, values: values(key, nan: toNaN)))
+            if toNaN {
+                nan.insert(key)
+            } else {
+                nan.remove(key)
+            }
+        }
+        let doubles = table.snapshot.index(of: 0)!
+        let dates = table.snapshot.index(of: 1)!
+        #expect(doubles.hashedValueCount == 300 - nan.count, "one entry per distinct value that is not NaN")
+        #expect(dates.hashedValueCount == (nan.count == 300 ? 0 : 1))
+        #expect(doubles.lookUp(.double(.nan)).isEmpty && dates.lookUp(nanDate).isEmpty)
+        for key in Int64(1)...300 {
+            #expect(doubles.lookUp(.double(Double(key))) == (nan.contains(key) ? [] : [key]))
+        }
+        #expect(
+            dates.lookUp(.date(Date(timeIntervalSinceReferenceDate: 1))).sorted()
+                == (1...300).filter { !nan.contains($0) })
+        // Ranges and sorts still see every row: NaN entries stay in the ordered part.
+        #expect(doubles.ordered.count == 300 && dates.ordered.count == 300)
+    }
+
     @Test("a snapshot is unaffected by later changes")
     func snapshotsAreStable() {
         var table = EntityTable(layout: layout)
