@@ -315,17 +315,38 @@ extension ManagedObjectContext {
         let readers = request.attributeSorts.map {
             AttributeSortReader($0, entityIndexes: entityIndexes, model: model)
         }
-        var scratch: [Int: ManagedObject] = [:]
+        if !readers.isEmpty, request.sortDescriptors.isEmpty,
+            let order = attributeOrder(of: candidates, readers: readers, prefix: prefix)
+        {
+            // Attribute sorts alone: keys read from the rows, no object loaded.
+            return order
+        }
+        // One reusable object per entity whose committed rows are candidates, made before the
+        // keys are read: an array that is not changed while they are read needs no dynamic
+        // exclusivity check at each read, as a dictionary filled on demand did.
+        var reusable = [ManagedObject?](repeating: nil, count: model.entities.count)
+        for candidate in candidates {
+            switch candidate {
+            case .object:
+                break
+            case .row(let entityIndex, let row):
+                if reusable[entityIndex] == nil {
+                    reusable[entityIndex] = makeObject(entityIndex: entityIndex, reference: row)
+                }
+            case .committed(let object, let row):
+                let entityIndex = object._objectID.key.entityIndex!
+                if reusable[entityIndex] == nil {
+                    reusable[entityIndex] = makeObject(entityIndex: entityIndex, reference: row)
+                }
+            }
+        }
+        let scratch = reusable
         /// An object loaded with `row`: the entity's reusable one.
         func reading(_ entityIndex: Int, _ row: RowReference) -> ManagedObject {
-            if let reused = scratch[entityIndex] {
-                reused._takeCommittedRow(row)
-                reused._objectID = ObjectID(key: reused._objectID.key, rawValue: row.primaryKey)
-                return reused
-            }
-            let made = makeObject(entityIndex: entityIndex, reference: row)
-            scratch[entityIndex] = made
-            return made
+            let reused = scratch[entityIndex]!
+            reused._takeCommittedRow(row)
+            reused._objectID = ObjectID(key: reused._objectID.key, rawValue: row.primaryKey)
+            return reused
         }
         /// What candidate `index` is sorted on: its object, or its committed row's values.
         func sortedOn(_ index: Int) -> ManagedObject {
@@ -337,12 +358,6 @@ extension ManagedObjectContext {
             case .committed(let object, let row):
                 return reading(object._objectID.key.entityIndex!, row)
             }
-        }
-        if !readers.isEmpty, request.sortDescriptors.isEmpty,
-            let order = attributeOrder(of: candidates, readers: readers, prefix: prefix)
-        {
-            // Attribute sorts alone: keys read from the rows, no object loaded.
-            return order
         }
         if readers.isEmpty,
             let order = SortKey.order(
@@ -369,7 +384,7 @@ extension ManagedObjectContext {
         let objects = candidates.indices.map { index -> ManagedObject in
             let object = sortedOn(index)
             // A reusable object is reloaded by the next candidate: each needs its own here.
-            return scratch.values.contains { $0 === object } ? makeObject(reusing: object) : object
+            return scratch.contains { $0 === object } ? makeObject(reusing: object) : object
         }
         let descriptors = request.sortDescriptors
         return candidates.indices.sorted { left, right in
@@ -682,9 +697,8 @@ private struct CandidateScan {
     let registered: IdentityMap
     /// The request's predicate, on objects of the fetched type.
     let predicate: ((ManagedObject) throws -> Bool)?
-    /// The request's attribute constraint, and the slot it constrains.
-    let constraint: (AttributeConstraint, Int)?
-    /// The constraint's check of a committed row, prepared once for the scan.
+    /// The request's attribute constraint's check of a row (a committed one, or an object's),
+    /// prepared once for the scan.
     let rowConstraint: ((UnsafeRawPointer) -> Bool)?
     let layout: RowLayout
     let includesPendingChanges: Bool
@@ -709,7 +723,6 @@ private struct CandidateScan {
         self.entityIndex = entityIndex
         self.registered = registered
         self.predicate = predicate
-        self.constraint = constraint
         rowConstraint = constraint.map { constraint, slot in constraint.rowMatcher(slot: slot, layout: layout) }
         self.layout = layout
         self.includesPendingChanges = includesPendingChanges
@@ -739,7 +752,8 @@ private struct CandidateScan {
 
     /// Whether `object`, as it is now, matches.
     private func matches(_ object: ManagedObject) throws -> Bool {
-        if let (constraint, slot) = constraint, !constraint.isSatisfied(by: object._value(at: slot)) {
+        // The object's row has the committed rows' layout (its transient fields follow).
+        if let rowConstraint, !rowConstraint(object._row) {
             return false
         }
         return try predicate?(object) ?? true
