@@ -67,6 +67,44 @@ struct SortKeyTests {
     }
 
     @Test(
+        "one-column orders of integers, doubles (NaN, ±0) and dates agree with sorting positions by the same comparison",
+        arguments: [false, true])
+    func plainValueOrders(descending: Bool) {
+        var generator = SeededGenerator(seed: descending ? 21 : 22)
+        /// The positions sorted by `<` / `>` of the values, ties (and NaN, which is neither) by position.
+        func reference<Value: Comparable>(_ values: [Value]) -> [Int] {
+            values.indices.sorted { left, right in
+                let (a, b) = (values[left], values[right])
+                if descending ? a > b : a < b { return true }
+                if descending ? a < b : a > b { return false }
+                return left < right
+            }
+        }
+        for round in 0..<300 {
+            // Up to a few thousand values, so that the sort's merging paths run too.
+            let count =
+                round % 10 == 0
+                ? Int.random(in: 500...3_000, using: &generator) : Int.random(in: 0...60, using: &generator)
+            let integers = (0..<count).map { _ in Int64.random(in: -3...3, using: &generator) }
+            let doubles = (0..<count).map { _ in
+                [0.0, -0.0, 1.5, -2, .nan, .infinity].randomElement(using: &generator)!
+            }
+            let dates = doubles.map { Date(timeIntervalSinceReferenceDate: $0) }
+            let reversed = [descending]
+            #expect(
+                SortKey.order(keys: integers.map(SortKey.integer), columns: 1, reversed: reversed)
+                    == reference(integers),
+                "round \(round): integers")
+            #expect(
+                SortKey.order(keys: doubles.map(SortKey.double), columns: 1, reversed: reversed) == reference(doubles),
+                "round \(round): doubles")
+            #expect(
+                SortKey.order(keys: dates.map(SortKey.date), columns: 1, reversed: reversed) == reference(dates),
+                "round \(round): dates")
+        }
+    }
+
+    @Test(
         "the first positions of an order, found without sorting the rest, are the full order's first positions",
         arguments: [1, 2])
     func leadingPositions(columns: Int) {
