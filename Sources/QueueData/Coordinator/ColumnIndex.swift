@@ -32,6 +32,10 @@ struct ColumnIndex: Sendable {
     /// How many distinct values the hashed part holds (for tests).
     var hashedValueCount: Int { hashed.valueCount }
 
+    /// The identity of the hashed part's root node (for tests: a change copies it when a
+    /// published version of the table holds it).
+    var hashedRootIdentity: ObjectIdentifier { hashed.rootIdentity }
+
     /// Whether the index holds `lhs` and `rhs` alike: the same hashed entry and the same
     /// ordered one. Strings must have the same UTF-8 bytes (the ordered entries are in byte
     /// order, and canonically equivalent strings are `==` with different bytes); other values

@@ -61,6 +61,10 @@ struct HashedValueTrie: Sendable {
 
     init() {}
 
+    /// The root node's identity: the same while nothing changed the trie, or every change was
+    /// made in place (for tests).
+    var rootIdentity: ObjectIdentifier { ObjectIdentifier(root) }
+
     /// How many values the trie holds (a walk of every node: for tests).
     var valueCount: Int {
         func count(_ node: Node) -> Int {

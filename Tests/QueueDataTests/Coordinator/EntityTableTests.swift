@@ -64,12 +64,16 @@ struct EntityTableTests {
             table.append(CommittedRow(primaryKey: key, version: 1, values: [.string("code \(key)"), .integer(key)]))
         }
         let published = table.snapshot
-        // Another column changes: the index is the same, and lookups still find the row.
+        // Another column changes: the index is the same, and lookups still find the row. The
+        // published snapshot holds the index's nodes, so any change would have copied its root.
+        let root = published.index(of: 0)!.hashedRootIdentity
         table.replace(with: CommittedRow(primaryKey: 7, version: 2, values: [.string("code 7"), .integer(70)]))
         #expect(table.snapshot.index(of: 0)?.lookUp(.string("code 7")) == [7])
+        #expect(table.snapshot.index(of: 0)?.hashedRootIdentity == root, "an unchanged column's index is untouched")
         // The indexed string changes to an equal one with other bytes: the ordered entries
         // follow (they are in byte order), and the hashed ones still find it.
         table.replace(with: CommittedRow(primaryKey: 8, version: 2, values: [.string("é"), .integer(8)]))
+        #expect(table.snapshot.index(of: 0)?.hashedRootIdentity != root, "a changed column's index is copied")
         table.replace(with: CommittedRow(primaryKey: 8, version: 3, values: [.string("e\u{301}"), .integer(8)]))
         let index = table.snapshot.index(of: 0)!
         #expect(index.lookUp(.string("é")) == [8])
