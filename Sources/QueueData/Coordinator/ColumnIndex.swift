@@ -142,6 +142,23 @@ struct ColumnIndex: Sendable {
         }
     }
 
+    /// The primary keys of the strings in `ordered` that begin with the ASCII bytes `prefix`
+    /// (and, with `thenNonASCII`, continue with a non-ASCII scalar).
+    private static func keys(
+        startingWith prefix: ArraySlice<UInt8>, in ordered: OrderedColumnIndex, thenNonASCII: Bool = false
+    ) -> [Int64] {
+        let text = String(decoding: prefix, as: UTF8.self)
+        // The least string beginning with the prefix (and then a non-ASCII scalar: U+0080 is the
+        // least, its UTF-8 bytes C2 80 below every other non-ASCII scalar's).
+        let lower = StoredValue.string(thenNonASCII ? text + "\u{80}" : text)
+        guard let last = prefix.last else {
+            return ordered.keys(from: lower, while: { if case .string = $0 { true } else { false } })
+        }
+        let end = StoredValue.string(
+            String(decoding: prefix.dropLast(), as: UTF8.self) + String(UnicodeScalar(last + 1)))
+        return ordered.keys(from: lower, while: { OrderedColumnIndex.precedes($0, end) })
+    }
+
     /// The primary keys of the rows that may satisfy `constraint` (a superset of those that do,
     /// which the fetch checks), or `nil` when the index cannot narrow them down (a prefix that
     /// is not ASCII).
@@ -157,17 +174,22 @@ struct ColumnIndex: Sendable {
             return keys
         }
         if let prefix = constraint.prefix {
-            // Every string starting with an ASCII prefix lies from the prefix up to (not
-            // including) the prefix with its last byte raised by one, in the index's order (of
-            // UTF-8 bytes): a string whose first characters are the prefix's ASCII characters
-            // begins with their bytes. Other prefixes are looked for in every row.
-            guard prefix.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
-            guard let last = prefix.utf8.last else {
-                return ordered.keys(from: .string(""), while: { if case .string = $0 { true } else { false } })
+            // A string whose first characters are an ASCII prefix's either begins with its bytes
+            // — and lies from the prefix up to (not including) the prefix with its last byte
+            // raised by one, in the index's order (of UTF-8 bytes) — or spells one of them with
+            // a scalar canonically equivalent to it (U+212A KELVIN SIGN is "K", U+037E GREEK
+            // QUESTION MARK ";"): it then begins with the bytes before that character and a
+            // non-ASCII byte. With non-ASCII strings in the index, those ranges are read too.
+            // Other prefixes are looked for in every row.
+            let bytes = Array(prefix.utf8)
+            guard bytes.allSatisfy({ $0 < 0x80 }) else { return nil }
+            var keys = Self.keys(startingWith: bytes[...], in: ordered)
+            if ordered.nonASCIIStrings > 0 {
+                for count in 0..<bytes.count {
+                    keys += Self.keys(startingWith: bytes[..<count], in: ordered, thenNonASCII: true)
+                }
             }
-            let end = StoredValue.string(
-                String(decoding: prefix.utf8.dropLast(), as: UTF8.self) + String(UnicodeScalar(last + 1)))
-            return ordered.keys(from: .string(prefix), while: { OrderedColumnIndex.precedes($0, end) })
+            return keys
         }
         let upper = constraint.upperBound
         // String ranges follow Swift's `<`, which agrees with the index's byte order on ASCII

@@ -21,7 +21,9 @@ let listingModel = ManagedObjectModel([Listing.self, Franchise.self])
 
 @Suite("Attribute indexes")
 struct IndexTests {
-    static let countries = ["PE", "JP", "CH", "é", "e\u{301}", ""]
+    /// With ASCII characters spelled by a canonically equivalent scalar (U+212A KELVIN SIGN is
+    /// "K", U+037E GREEK QUESTION MARK ";"), which begin with ASCII prefixes as Swift compares them.
+    static let countries = ["PE", "JP", "CH", "é", "e\u{301}", "", "KR", "\u{212A}R", "a;c", "a\u{37E}b"]
     static let scores: [Double?] = [nil, 1.5, -0.0, 0.0, .nan, 2]
     static let dates: [Date?] = [
         nil, Date(timeIntervalSinceReferenceDate: 7), Date(timeIntervalSinceReferenceDate: .nan),
@@ -55,7 +57,7 @@ struct IndexTests {
         let (lowScore, highScore) = bounds[0] < bounds[1] ? (bounds[0], bounds[1]) : (bounds[1], bounds[0])
         let codes = ["C1", "C\(Int.random(in: 0..<340, using: &random))"].sorted()
         let (lowCode, highCode) = (codes[0], codes[1])
-        let prefix = ["C1", "C", "", "C10", "é", "e", "P"].randomElement(using: &random)!
+        let prefix = ["C1", "C", "", "C10", "é", "e", "P", "K", "KR", "a;", "a"].randomElement(using: &random)!
         let never = Date.distantPast
         let nan = Double.nan
         switch Int.random(in: 0..<16, using: &random) {
@@ -276,6 +278,34 @@ struct IndexTests {
         #expect(
             indexedRows * 2 < scannedRows,
             "the indexes were used: \(indexedRows) rows examined, \(scannedRows) by scans")
+    }
+
+    @Test(
+        "a prefix finds, through the index, the strings that spell its characters with canonically equivalent scalars, as starts(with:) does"
+    )
+    func prefixWithEquivalentScalars() throws {
+        let manager = ContextManager(delegate: TestStoreDelegate(model: listingModel, storeType: .inMemory))
+        defer { manager.close() }
+        let context = try makeContext(manager, "equivalent-prefixes")
+        try context.performAndWait {
+            // U+212A KELVIN SIGN is "K", U+037E GREEK QUESTION MARK ";", U+1FEF GREEK VARIA "`".
+            let countries = [
+                "\u{212A}elvin", "Kelvin", "Kx", "a\u{37E}b", "a;c", "ab", "\u{1FEF}x", "`y", "é", "e\u{301}",
+            ]
+            for (index, country) in countries.enumerated() {
+                let listing = context.insert(Listing.self)
+                listing.code = "C\(index)"
+                listing.country = country
+            }
+            try context.save()
+            for prefix in ["K", "Ke", "a", "a;", "a;b", "`", "e", ""] {
+                var indexed = FetchRequest<Listing>(where: "country", startsWith: prefix)
+                indexed.includesSubentities = false
+                let expected = countries.filter { $0.starts(with: prefix) }.sorted()
+                #expect(try context.fetch(indexed).map(\.country).sorted() == expected, "prefix \(prefix)")
+                #expect(try context.count(for: indexed) == expected.count, "prefix \(prefix)")
+            }
+        }
     }
 
     @Test("a lookup by an indexed value examines only the rows the index names; an unindexed attribute is scanned")
