@@ -33,8 +33,10 @@ public struct AttributeConstraint: Sendable, Hashable {
 
     /// Creates a range constraint: the attribute lies between `lowerBound` and `upperBound`
     /// (either may be `nil`, not both), compared by the `<=` and `>=` (`<` and `>` for an end
-    /// not included) of its Swift type. An attribute that is `nil` never does (nor a NaN, which
-    /// compares false).
+    /// not included) of its Swift type. An attribute that is `nil` never does, nor a `Double` or
+    /// `Float` NaN, which compares false; a `Date` whose interval is NaN satisfies `<=` and `>=`
+    /// (derived from `Date`'s `<`), so it lies in every range but one whose upper end is not
+    /// included.
     public init(
         attributeName: String,
         lowerBound: StoredValue?,

@@ -148,8 +148,10 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// ```
     ///
     /// Values compare as the `<` of the attribute's type orders them (integers, `Double`,
-    /// `Float`, `Date` and `String`; another type traps); an attribute that is `nil`, or a NaN,
-    /// is never in a range. When the attribute is indexed or unique, the fetch reads the rows
+    /// `Float`, `Date` and `String`; another type traps), as a `#Predicate` writing the same
+    /// bounds with `>=` and `<=` (`<` for `..<`) does: an attribute that is `nil`, or a `Double`
+    /// or `Float` NaN, is never in a range; a `Date` whose interval is NaN is in every range
+    /// but a half-open one (`Date` derives `>=` and `<=` from its `<`). When the attribute is indexed or unique, the fetch reads the rows
     /// in the range from the index instead of evaluating every row.
     public init<Value: AttributeValue & Comparable>(
         where attributeName: String,

@@ -46,9 +46,10 @@ extension ManagedObjectContext {
     /// Calls `body` with every object matching `request`, in order, registering them one
     /// batch at a time, so that memory stays flat however many objects match.
     ///
-    /// After each batch, the objects it registered that have no unsaved changes leave the
-    /// context again (keep their ``ManagedObject/objectID`` rather than the objects); objects
-    /// the context held before, and objects `body` changed, stay.
+    /// After each batch, the objects it registered that have no unsaved changes and that nothing
+    /// references any more leave the context again; objects the context held before, objects
+    /// `body` changed, and objects `body` kept a reference to stay registered (and are let go
+    /// as any other, once nothing references them: see ``retainsRegisteredObjects``).
     ///
     /// ```swift
     /// try context.enumerate(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)])) { destination in
@@ -100,13 +101,17 @@ extension ManagedObjectContext {
     }
 
     /// Registers the candidates' objects, calls `body` with each, then lets go of the objects
-    /// this batch registered that are unchanged.
+    /// this batch registered that are unchanged and that nothing else references (`body` may
+    /// keep some: they stay usable, and registered).
     private func visit<Result: ManagedObject>(_ batch: [Candidate], _ body: (Result) throws -> Void) throws {
         var registeredHere: [ManagedObject] = []
         defer {
-            for object in registeredHere where object._state.isEmpty {
-                unregister(object)
-                object._state = [.detached]
+            // By key: the list's own references must go before the registry can tell whether it
+            // holds the only one.
+            let keys = registeredHere.map { (entityIndex: $0._objectID.key.entityIndex!, key: $0._objectID.rawValue) }
+            registeredHere.removeAll()
+            for (entityIndex, key) in keys {
+                _ = registry[entityIndex].releaseIfUnreferenced(key: key, where: Self.hasNoPendingChanges)
             }
         }
         for candidate in batch {

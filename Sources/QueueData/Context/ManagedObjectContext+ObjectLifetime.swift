@@ -90,6 +90,7 @@ extension ManagedObjectContext {
     /// Called only where no QueueData code of this context is in progress (the end of the
     /// outermost block), since library code may hold objects through the registry alone.
     func releaseUnreferencedObjects() {
+        dropSettledPendingUpdates()
         guard !retainsRegisteredObjectsValue else { return }
         if checksEveryRegisteredObject
             || registry.reduce(0, { $0 + $1.count }) <= Self.registeredObjectsAlwaysChecked
@@ -112,6 +113,25 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Takes out of ``pendingUpdates`` the objects that no longer have any unsaved change (refreshed
+    /// without merging their changes, or made current by a merge), whose entries would hold them
+    /// registered until the next save or rollback; notes them as release candidates.
+    private func dropSettledPendingUpdates() {
+        let settled: ObjectState = [.inserted, .updated, .deleted]
+        guard pendingUpdates.contains(where: { $0._state.isDisjoint(with: settled) }) else { return }
+        var dropped: [(entityIndex: Int, key: Int64)] = []
+        pendingUpdates.removeAll { object in
+            guard object._state.isDisjoint(with: settled) else { return false }
+            if !object._state.contains(.detached), let entityIndex = object._objectID.key.entityIndex {
+                dropped.append((entityIndex, object._objectID.rawValue))
+            }
+            return true
+        }
+        for (entityIndex, key) in dropped {
+            noteReleaseCandidate(entityIndex: entityIndex, key: key)
+        }
+    }
+
     /// Lets go of the unreferenced objects of one entity.
     private func releaseUnreferencedObjects(ofEntity entityIndex: Int) {
         // Moved out of the context while it is walked: a local map is changed without dynamic
@@ -124,7 +144,7 @@ extension ManagedObjectContext {
 
     /// Whether `object` has no pending changes (so that, referenced by nothing but its
     /// context's identity map, it can go).
-    private static func hasNoPendingChanges(_ object: ManagedObject) -> Bool {
+    static func hasNoPendingChanges(_ object: ManagedObject) -> Bool {
         object._state.isDisjoint(with: [.inserted, .updated, .deleted, .noted])
     }
 }

@@ -108,6 +108,41 @@ struct BatchedFetchTests {
         #expect(changed == 10)
     }
 
+    @Test(
+        "objects the body keeps stay registered and usable: fetches return the same instances, and changes to them save"
+    )
+    func keptObjectsStay() throws {
+        let (manager, context) = try seeded("enumerate-kept")
+        var kept: [Destination] = []
+        try context.performAndWait {
+            try context.enumerate(FetchRequest<Destination>(sortBy: [SortDescriptor(\.name)]), batchSize: 10) {
+                destination in
+                if destination.rating == 3 {
+                    kept.append(destination)
+                }
+            }
+            #expect(kept.count == 10)
+            #expect(context.registeredObjects.count == 10)
+            let fetched = try context.fetch(FetchRequest<Destination>(predicate: #Predicate { $0.rating == 3 }))
+            for object in kept {
+                #expect(object.managedObjectContext === context)
+                #expect(context.object(with: object.objectID) === object)
+                #expect(fetched.contains { $0 === object })
+            }
+            kept[0].country = "kept"
+            try context.save()
+        }
+        let reader = try makeContext(manager, "reader")
+        let saved = try reader.performAndWait {
+            try reader.count(for: FetchRequest<Destination>(predicate: #Predicate { $0.country == "kept" }))
+        }
+        #expect(saved == 1)
+        // Dropped, they go as any unchanged object does.
+        kept.removeAll()
+        context.performAndWait {}
+        context.performAndWait { #expect(context.registeredObjects.isEmpty) }
+    }
+
     @Test("a body that throws stops the enumeration and still lets go of the batch")
     func throwingBody() throws {
         struct Stop: Error {}

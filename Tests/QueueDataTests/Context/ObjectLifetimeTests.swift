@@ -30,6 +30,38 @@ struct ObjectLifetimeTests {
         }
     }
 
+    @Test("an object refreshed without its changes is let go once nothing references it, as any unchanged object")
+    func refreshedObjectIsLetGo() throws {
+        let (manager, ids) = try seededDestinations(3, "lifetime-refreshed")
+        let context = try makeContext(manager, "lifetime-refreshed")
+        weak var weakObject: Destination?
+        try context.performAndWait {
+            let object = try context.existingObject(with: ids[0], as: Destination.self)
+            object.rating = 42
+            context.refresh(object, mergeChanges: false)
+            #expect(!object.hasChanges)
+            #expect(!context.hasChanges)
+            #expect(object.rating != 42)
+            weakObject = object
+        }
+        #expect(weakObject == nil)
+        context.performAndWait { #expect(context.registeredObjects.isEmpty) }
+        // Changed again after a refresh, it is held until saved, as before.
+        let held = try context.performAndWait {
+            let object = try context.existingObject(with: ids[1], as: Destination.self)
+            object.rating = 7
+            context.refresh(object, mergeChanges: false)
+            object.rating = 8
+            return ObjectIdentifier(object)
+        }
+        try context.performAndWait {
+            let object = try #require(context.registeredObject(for: ids[1]))
+            #expect(ObjectIdentifier(object) == held)
+            #expect(context.updatedObjects.count == 1)
+            try context.save()
+        }
+    }
+
     @Test("a referenced object stays registered, and a fetch returns the same instance")
     func referencedObjectsStay() throws {
         let (manager, ids) = try seededDestinations(10, "lifetime-referenced")
