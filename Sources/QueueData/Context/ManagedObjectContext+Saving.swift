@@ -94,12 +94,28 @@ extension ManagedObjectContext {
                         values: object._columnValues))
             }
         }
+        // Each entity's inserted objects' rows are copied into one block for the save (made here,
+        // read by the coordinator, written by no one after): no array of values per object.
         request.inserts.reserveCapacity(inserts.count)
+        var insertCounts = [Int](repeating: 0, count: model.entities.count)
         for object in inserts {
+            insertCounts[object._objectID.key.entityIndex!] += 1
+        }
+        var insertBlocks = [RowBlock?](repeating: nil, count: model.entities.count)
+        for object in inserts {
+            let entityIndex = object._objectID.key.entityIndex!
+            let block: RowBlock
+            if let existing = insertBlocks[entityIndex] {
+                block = existing
+            } else {
+                block = RowBlock(layout: object.entity.rowLayout, capacity: insertCounts[entityIndex])
+                insertBlocks[entityIndex] = block
+            }
+            block.append(copyingRow: object._row, primaryKey: Int64(block.count), version: 1)
             request.inserts.append(
                 SaveRequest.Insert(
-                    entityIndex: object._objectID.key.entityIndex!, temporaryKey: object._objectID.rawValue,
-                    values: object._columnValues))
+                    entityIndex: entityIndex, temporaryKey: object._objectID.rawValue,
+                    row: RowReference(block: block, index: block.count - 1)))
         }
         var savedUpdates: [ManagedObject] = []
         for object in updates {

@@ -44,12 +44,14 @@ struct CommitPlanner {
         var nextKeys = tables.map(\.nextPrimaryKey)
         var insertKeys: [Int64] = []
         insertKeys.reserveCapacity(request.inserts.count)
-        for insert in request.inserts {
-            let key = nextKeys[insert.entityIndex]
+        // Inserts are read in place, field by field (a copy of one retains its values or row).
+        for position in request.inserts.indices {
+            let entityIndex = request.inserts[position].entityIndex
+            let key = nextKeys[entityIndex]
             guard key < Int64.max else {
-                throw StoreError(.io, "The primary keys of '\(model.entities[insert.entityIndex].name)' are exhausted.")
+                throw StoreError(.io, "The primary keys of '\(model.entities[entityIndex].name)' are exhausted.")
             }
-            nextKeys[insert.entityIndex] = key + 1
+            nextKeys[entityIndex] = key + 1
             insertKeys.append(key)
         }
         let relational = hasRelationships
@@ -216,7 +218,14 @@ struct CommitPlanner {
             }
         }
 
-        var insertedValues = request.inserts.map(\.values)
+        // Inserts the context made as copies of its objects' rows, in a model whose saves never
+        // change an insert's values (no relationships to translate or repair, no uniqueness to
+        // resolve): their rows are copied into the tables, and reach the journal from there,
+        // with no array of values made per row.
+        let copiesInsertedRows =
+            !relational && uniquenessIndexes.isEmpty && !request.inserts.isEmpty
+            && request.inserts.indices.allSatisfy { request.inserts[$0].hasRow }
+        var insertedValues = copiesInsertedRows ? [] : request.inserts.map(\.values)
         var inserts = request.inserts
         var upserts: [Int: RowKey] = [:]
         if !uniquenessIndexes.isEmpty {
@@ -233,10 +242,22 @@ struct CommitPlanner {
         if relational {
             try repairRelationships(&plan, insertedValues: &insertedValues, inserts: inserts, insertKeys: insertKeys)
         }
+        var insertEntities: [Int] = []
+        insertEntities.reserveCapacity(inserts.count)
+        for position in inserts.indices {
+            insertEntities.append(inserts[position].entityIndex)
+        }
         var insertedRows: [CommittedRow] = []
         insertedRows.reserveCapacity(inserts.count)
-        for (key, values) in zip(insertKeys, insertedValues) {
-            insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: values))
+        if copiesInsertedRows {
+            // The values are read where the rows go (each row's reference, set below).
+            for key in insertKeys {
+                insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: []))
+            }
+        } else {
+            for (key, values) in zip(insertKeys, insertedValues) {
+                insertedRows.append(CommittedRow(primaryKey: key, version: 1, values: values))
+            }
         }
 
         // The change set, built in place, one array per entity: appending to a copy taken out
@@ -251,19 +272,34 @@ struct CommitPlanner {
         // without a search, once they are all appended (a reference taken earlier would hold
         // its block, and the next append to the block would copy it).
         var appendedAt = updatedTables.map(\.storedCount)
-        var appended = [[CommittedRow]](repeating: [], count: updatedTables.count)
-        for (position, insert) in inserts.enumerated() {
-            let row = insertedRows[position]
-            changes[insert.entityIndex].inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
-            appended[insert.entityIndex].append(row)
+        if copiesInsertedRows {
+            var sources = [[RowReference]](repeating: [], count: updatedTables.count)
+            var keys = [[Int64]](repeating: [], count: updatedTables.count)
+            for (position, entityIndex) in insertEntities.enumerated() {
+                sources[entityIndex].append(inserts[position].row.unsafelyUnwrapped)
+                keys[entityIndex].append(insertedRows[position].primaryKey)
+            }
+            for entityIndex in sources.indices where !sources[entityIndex].isEmpty {
+                updatedTables[entityIndex].append(copying: sources[entityIndex], keys: keys[entityIndex])
+            }
+        } else {
+            var appended = [[CommittedRow]](repeating: [], count: updatedTables.count)
+            for (position, entityIndex) in insertEntities.enumerated() {
+                let row = insertedRows[position]
+                changes[entityIndex].inserted.append(StoredRow(primaryKey: row.primaryKey, values: row.values))
+                appended[entityIndex].append(row)
+            }
+            for entityIndex in appended.indices where !appended[entityIndex].isEmpty {
+                updatedTables[entityIndex].append(contentsOf: appended[entityIndex])
+            }
         }
-        for entityIndex in appended.indices where !appended[entityIndex].isEmpty {
-            updatedTables[entityIndex].append(contentsOf: appended[entityIndex])
-        }
-        for (position, insert) in inserts.enumerated() {
-            insertedRows[position].reference = updatedTables[insert.entityIndex].reference(
-                atPosition: appendedAt[insert.entityIndex])
-            appendedAt[insert.entityIndex] += 1
+        for (position, entityIndex) in insertEntities.enumerated() {
+            let reference = updatedTables[entityIndex].reference(atPosition: appendedAt[entityIndex])
+            insertedRows[position].reference = reference
+            if copiesInsertedRows {
+                changes[entityIndex].insertedReferences.append(reference)
+            }
+            appendedAt[entityIndex] += 1
         }
         for (key, values, baseVersion) in plan.restores {
             let row = updatedTables[key.entityIndex].restore(
@@ -313,8 +349,8 @@ struct CommitPlanner {
         var allInsertedRows = insertedRows
         if !upserts.isEmpty {
             var rowsByKey: [RowKey: CommittedRow] = [:]
-            for (insert, row) in zip(inserts, insertedRows) {
-                rowsByKey[RowKey(entityIndex: insert.entityIndex, primaryKey: row.primaryKey)] = row
+            for (entityIndex, row) in zip(insertEntities, insertedRows) {
+                rowsByKey[RowKey(entityIndex: entityIndex, primaryKey: row.primaryKey)] = row
             }
             var kept = insertedRows.makeIterator()
             allInsertedRows = request.inserts.indices.map { position in
@@ -326,7 +362,9 @@ struct CommitPlanner {
         let keys = entityKeys
         let saveChanges = SaveChanges(
             coordinatorIdentifier: coordinatorIdentifier,
-            inserted: zip(inserts, insertedRows).map { ObjectID(key: keys[$0.entityIndex], rawValue: $1.primaryKey) }
+            inserted: insertEntities.indices.map {
+                ObjectID(key: keys[insertEntities[$0]], rawValue: insertedRows[$0].primaryKey)
+            }
                 + restoredRows.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey) },
             updated: changedRows.map { (ObjectID(key: keys[$0.entityIndex], rawValue: $0.row.primaryKey), $0.row) },
             deleted: plan.deletes.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.primaryKey) })
@@ -338,7 +376,7 @@ struct CommitPlanner {
             changeSet: changeSet, tables: updatedTables, outcome: outcome,
             // Only the uniqueness indexes read them: no list to build and free without any.
             written: uniquenessIndexes.isEmpty
-                ? [] : zip(inserts, insertedRows).map { ($0.entityIndex, $1) } + restoredRows + changedRows,
+                ? [] : zip(insertEntities, insertedRows).map { ($0, $1) } + restoredRows + changedRows,
             deleted: plan.deletes)
     }
 

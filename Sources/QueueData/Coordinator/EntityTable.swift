@@ -111,6 +111,27 @@ struct EntityTable: Sendable {
         }
     }
 
+    /// Appends copies of the live rows at `sources` (of this table's layout), under `keys`:
+    /// greater than every key in the table, in increasing order. As
+    /// ``append(contentsOf:)``, the indexes are rebuilt once when the rows are many.
+    mutating func append(copying sources: [RowReference], keys: [Int64]) {
+        let rebuilds = !indexes.isEmpty && sources.count > 64 && sources.count > liveCount / 8
+        defersIndexes = rebuilds
+        for (source, key) in zip(sources, keys) {
+            precondition(storedCount == 0 || lastKey < key)
+            let (group, slot) = blockForAppending()
+            let block = blocks[group][slot]
+            block.append(copyingRow: source.fields, primaryKey: key, version: 1)
+            _ = appended(block)
+        }
+        defersIndexes = false
+        if rebuilds {
+            for position in indexes.indices {
+                indexes[position].build(blocks, layout: layout)
+            }
+        }
+    }
+
     private mutating func removeFromIndexes(_ block: RowBlock, _ index: Int) {
         let row = block.row(index)
         for position in indexes.indices {

@@ -4,7 +4,50 @@ struct SaveRequest: Sendable {
         var entityIndex: Int
         /// The object's temporary key: relationships of this save refer to it by that key.
         var temporaryKey: Int64
-        var values: [StoredValue]
+        /// The object's values: a copy of its row the saving context made (rows of one entity
+        /// in one block for the whole save, so that no array is made per object), or values.
+        private var storage: Storage
+
+        private enum Storage: Sendable {
+            case values([StoredValue])
+            case row(RowReference)
+        }
+
+        init(entityIndex: Int, temporaryKey: Int64, values: [StoredValue]) {
+            self.entityIndex = entityIndex
+            self.temporaryKey = temporaryKey
+            storage = .values(values)
+        }
+
+        /// An insert whose values are the row at `row` (a block no table holds, which nothing
+        /// writes once the request is made).
+        init(entityIndex: Int, temporaryKey: Int64, row: RowReference) {
+            self.entityIndex = entityIndex
+            self.temporaryKey = temporaryKey
+            storage = .row(row)
+        }
+
+        /// The object's values (read from its row copy, for an insert made with one).
+        var values: [StoredValue] {
+            get {
+                switch storage {
+                case .values(let values): return values
+                case .row(let row): return row.values
+                }
+            }
+            set { storage = .values(newValue) }
+        }
+
+        /// Whether the insert's values are a copy of the object's row (see ``row``).
+        var hasRow: Bool {
+            if case .row = storage { true } else { false }
+        }
+
+        /// The copy of the object's row, for an insert made with one whose values were not
+        /// replaced since.
+        var row: RowReference? {
+            if case .row(let row) = storage { row } else { nil }
+        }
     }
 
     struct Update: Sendable {
@@ -68,7 +111,9 @@ struct RowKey: Hashable, Sendable {
 /// What the coordinator committed, for the saving context and the merge notification.
 struct SaveOutcome: Sendable {
     /// The committed row of each insert, in request order (permanent keys); for an insert
-    /// upserted into another object (a uniqueness constraint), that object's row.
+    /// upserted into another object (a uniqueness constraint), that object's row. A row copied
+    /// from the context's copy of its object's row has no ``CommittedRow/values``: its
+    /// ``CommittedRow/reference`` holds them.
     var inserted: [CommittedRow]
     /// The positions of the inserts that were upserted into another object.
     var upsertedInserts: Set<Int> = []

@@ -369,6 +369,11 @@ final class StoreCoordinator: @unchecked Sendable {
             uniquenessIndexes: uniquenessIndexes
         ).plan(request)
         var changeSet = planned.changeSet
+        if history != nil || !(store is JournalStore || store is JSONFileStore) {
+            // The journal encodes inserted rows from the tables, and the JSON store writes the
+            // resulting state; every other store, and the history, takes them as values.
+            changeSet.unpackInsertedRows()
+        }
         if !changeSet.entities.isEmpty {
             var updatedHistory = history
             if let history {

@@ -198,6 +198,17 @@ final class RowBlock: @unchecked Sendable {
         count += 1
     }
 
+    /// Appends a copy of the row at `source` (an object's row of the same layout: its columns are
+    /// copied, its transient fields are not) as a live row.
+    func append(copyingRow source: UnsafeRawPointer, primaryKey: Int64, version: Int64) {
+        precondition(count < capacity, "QueueData: a row block is full")
+        precondition(version > 0, "QueueData: a copied row is live")
+        layout.initializeRow(row(count), copying: source, byteCount: layout.rowSize)
+        appendKey(primaryKey)
+        setVersion(version, at: count)
+        count += 1
+    }
+
     /// A copy of this block, with room for `capacity` rows.
     func copy(capacity: Int? = nil) -> RowBlock {
         let copy = RowBlock(layout: layout, capacity: capacity ?? self.capacity)

@@ -223,6 +223,10 @@ public struct ChangeSet: Sendable {
         public var updated: [RowUpdate]
         /// Primary keys of deleted rows.
         public var deleted: [Int64]
+        /// More new rows, where the coordinator's tables hold them (before ``inserted``'s): the
+        /// journal encodes them from there; every other store, and the persistent history, gets
+        /// them in ``inserted`` (see ``ChangeSet/unpackInsertedRows()``).
+        var insertedReferences: [RowReference] = []
 
         /// Creates the changes of one entity.
         public init(entityName: String, inserted: [StoredRow] = [], updated: [RowUpdate] = [], deleted: [Int64] = []) {
@@ -234,7 +238,7 @@ public struct ChangeSet: Sendable {
 
         /// Whether nothing changed.
         public var isEmpty: Bool {
-            inserted.isEmpty && updated.isEmpty && deleted.isEmpty
+            inserted.isEmpty && insertedReferences.isEmpty && updated.isEmpty && deleted.isEmpty
         }
     }
 
@@ -254,5 +258,16 @@ public struct ChangeSet: Sendable {
         self.entities = entities
         self.nextPrimaryKeys = nextPrimaryKeys
         self.transaction = transaction
+    }
+
+    /// Moves the rows of every entity's ``EntityChanges/insertedReferences`` into its
+    /// ``EntityChanges/inserted``, read into stored values.
+    mutating func unpackInsertedRows() {
+        for index in entities.indices where !entities[index].insertedReferences.isEmpty {
+            entities[index].inserted =
+                entities[index].insertedReferences.map { StoredRow(primaryKey: $0.primaryKey, values: $0.values) }
+                + entities[index].inserted
+            entities[index].insertedReferences = []
+        }
     }
 }

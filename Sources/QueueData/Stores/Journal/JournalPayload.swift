@@ -353,6 +353,31 @@ enum JournalPayload {
         }
     }
 
+    /// Writes the field of `slot` of the row at `row` as ``BinaryWriter/writeValue(_:)`` writes
+    /// its stored value (``RowLayout/value(_:slot:)``): the common kinds read as their own
+    /// type, without making the stored value.
+    private static func writeField(
+        _ slot: Int, of row: UnsafeRawPointer, layout: RowLayout, to writer: inout BinaryWriter
+    ) {
+        let field = row + layout.offsets[slot]
+        switch layout.kinds[slot] {
+        case .int64:
+            writer.write(ValueTag.integer)
+            writer.writeSignedVarint(field.load(as: Int64.self))
+        case .double:
+            writer.write(ValueTag.double)
+            writer.writeUInt64(field.load(as: Double.self).bitPattern)
+        case .date:
+            writer.write(ValueTag.date)
+            writer.writeUInt64(field.load(as: Date.self).timeIntervalSinceReferenceDate.bitPattern)
+        case .string:
+            writer.write(ValueTag.string)
+            writer.writeString(field.assumingMemoryBound(to: String.self).pointee)
+        default:
+            writer.writeValue(layout.value(row, slot: slot))
+        }
+    }
+
     static func encodeChanges(_ changes: ChangeSet, mapping: SchemaMapping) -> [UInt8] {
         var writer = BinaryWriter(capacity: 64)
         writer.writeVarint(UInt64(changes.entities.count))
@@ -362,7 +387,16 @@ enum JournalPayload {
             }
             let modelSlots = mapping.modelSlots[index]
             writer.writeVarint(UInt64(index))
-            writer.writeVarint(UInt64(entity.inserted.count))
+            writer.writeVarint(UInt64(entity.insertedReferences.count + entity.inserted.count))
+            // Rows where the coordinator's tables hold them: each field read from its row.
+            for reference in entity.insertedReferences {
+                writer.writeVarint(UInt64(reference.primaryKey))
+                let fields = UnsafeRawPointer(reference.fields)
+                let layout = reference.block.layout
+                for slot in modelSlots {
+                    writeField(slot, of: fields, layout: layout, to: &writer)
+                }
+            }
             for row in entity.inserted {
                 writer.writeVarint(UInt64(row.primaryKey))
                 for slot in modelSlots {
