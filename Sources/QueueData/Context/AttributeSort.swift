@@ -10,7 +10,9 @@
 /// objects by primary key, then unsaved inserts). Values are compared as the attribute's Swift
 /// type compares them with `<` — numbers by value, strings by Swift's `String` ordering (not a
 /// localized one), dates, decimals and UUIDs by their own `<` — and `nil` comes before every
-/// value in ascending order, as `SortDescriptor` orders optionals.
+/// value in ascending order, as `SortDescriptor` orders optionals. A NaN (a `Double` or `Float`,
+/// or a `Date` whose interval is NaN), which `<` leaves unordered, sorts as `nil` does (tied with
+/// it), as it does in Core Data's SQLite store, which keeps it as NULL.
 ///
 /// The values are read from the objects' rows (a committed row, or the object's own row with
 /// its unsaved changes), never through a key path, so sorting a large fetch costs a read per row
@@ -81,13 +83,13 @@ struct AttributeSortReader {
     func key(of object: ManagedObject) -> SortKey? {
         guard let entityIndex = object._objectID.key.entityIndex, entityIndex < slots.count, slots[entityIndex] >= 0
         else { return nil }
-        return SortKey(stored: object._value(at: slots[entityIndex]))
+        return SortKey(attributeValue: object._value(at: slots[entityIndex]))
     }
 
     /// The sort key of `row`, a committed row of the entity at `entityIndex`: what
     /// ``key(of:)`` answers for an object holding it.
     func key(ofRow row: RowReference, entityIndex: Int) -> SortKey? {
         guard entityIndex < slots.count, slots[entityIndex] >= 0 else { return nil }
-        return SortKey(stored: layouts[entityIndex].value(row.fields, slot: slots[entityIndex]))
+        return SortKey(attributeValue: layouts[entityIndex].value(row.fields, slot: slots[entityIndex]))
     }
 }

@@ -33,6 +33,18 @@ enum SortKey: Sendable {
         }
     }
 
+    /// The key an ``AttributeSort`` orders `value` by: its ``init(stored:)`` key, but a NaN (a
+    /// `Double`, or a `Date` whose interval is NaN) sorts as `nil` does. Swift's `<` leaves NaN
+    /// unordered, and one unordered key makes a sort's comparisons inconsistent, which can leave
+    /// the other values out of order too; SQLite, under Core Data, stores a NaN as NULL.
+    init?(attributeValue value: StoredValue) {
+        switch value {
+        case .double(let double) where double.isNaN: self = .null
+        case .date(let date) where date.timeIntervalSinceReferenceDate.isNaN: self = .null
+        default: self.init(stored: value)
+        }
+    }
+
     init?(_ value: Any) {
         switch value {
         case let value as String: self = .string(value)

@@ -78,7 +78,7 @@ struct ControllerOrdering<Object: ManagedObject> {
     /// entity's, of an ordered type, when the controller was made).
     private static func attributeKey(of object: ManagedObject, _ sort: AttributeSort) -> ControllerKey {
         guard let slot = object.entity.attributeIndexes[sort.attributeName],
-            let key = SortKey(stored: object._value(at: slot))
+            let key = SortKey(attributeValue: object._value(at: slot))
         else { return .none }
         if case .null = key {
             return .none
