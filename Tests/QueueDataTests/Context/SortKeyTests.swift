@@ -45,6 +45,35 @@ struct SortKeyTests {
         #expect(PackedASCII(&shorter)! < PackedASCII(&longest)!)
     }
 
+    @Test(
+        "large one-column orders of short ASCII strings, many sharing their first bytes, agree with sorting the strings",
+        arguments: [false, true])
+    func packedStringOrders(descending: Bool) {
+        var generator = SeededGenerator(seed: descending ? 13 : 14)
+        for round in 0..<60 {
+            // Shared leading parts of every length (down to none, and up to the whole 16 bytes),
+            // so that runs of equal leading bits are long, short, or absent; NULs and prefixes.
+            let stems = ["", "a", "user_", "user_00", "abcdefghijklmn", "abcdefghijklmnop", "\u{0}", "~~~~~~~~"]
+            let alphabet: [Character] = ["\u{0}", "0", "1", "a", "b", "z", "~", " "]
+            let count = Int.random(in: 0...(round % 4 == 0 ? 5_000 : 300), using: &generator)
+            let strings = (0..<count).map { _ -> String in
+                var string = stems.randomElement(using: &generator)!
+                for _ in 0..<Int.random(in: 0...6, using: &generator) where string.utf8.count < 16 {
+                    string.append(alphabet.randomElement(using: &generator)!)
+                }
+                return string
+            }
+            let order = SortKey.order(keys: strings.map(SortKey.string), columns: 1, reversed: [descending])
+            let expected = strings.indices.sorted { left, right in
+                if strings[left] != strings[right] {
+                    return descending ? strings[left] > strings[right] : strings[left] < strings[right]
+                }
+                return left < right
+            }
+            #expect(order == expected, "round \(round), \(count) strings")
+        }
+    }
+
     @Test("one-column string orders agree with sorting the strings, packed or not", arguments: [false, true])
     func stringOrders(descending: Bool) {
         var generator = SeededGenerator(seed: descending ? 3 : 4)
