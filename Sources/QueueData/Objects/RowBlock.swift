@@ -15,7 +15,9 @@
 /// `@unchecked Sendable`: a block is written only by the table that made it while that table
 /// holds the only reference to it (``EntityTable`` checks `isKnownUniquelyReferenced` before every
 /// write and copies the block otherwise); once shared — by a snapshot, another context's object,
-/// a save's notification — it never changes, and is only read.
+/// a save's notification — it never changes, and is only read. The one other writer is a saving
+/// context, which copies its inserted objects' rows into a block of its own on its queue before
+/// the save request holding it is made, and writes it no more (the coordinator only reads it).
 final class RowBlock: @unchecked Sendable {
     /// How the rows' fields are laid out.
     let layout: RowLayout

@@ -64,4 +64,34 @@ struct JournalEncodingTests {
             }
         }
     }
+
+    @Test(
+        "rows encoded from the tables count toward the journal's compaction estimate: inserts alone never make it rewrite the store"
+    )
+    func insertedRowsCountForCompaction() throws {
+        let directory = TemporaryDirectory("encoding-compaction")
+        let fileSystem = FaultyFileSystem()
+        let manager = journalManager(
+            directory, fileSystem: fileSystem, model: ManagedObjectModel([Destination.self]),
+            backgroundCompaction: false)
+        defer { manager.close() }
+        let context = try makeContext(manager, "inserts")
+        try context.performAndWait {
+            for index in 0..<20_000 {
+                context.insert(Destination.self).name = String(index % 10)
+            }
+            try context.save()
+        }
+        fileSystem.reset()
+        // Rows far larger than the estimate's default size: uncounted, they made the log look
+        // mostly dead, and the journal compacted twice.
+        let text = String(repeating: "x", count: 2_000)
+        try context.performAndWait {
+            for round in 0..<3_000 {
+                context.insert(Destination.self).country = text + String(round)
+                try context.save()
+            }
+        }
+        #expect(fileSystem.log.filter { $0 == "rename" }.isEmpty, "the journal compacted")
+    }
 }

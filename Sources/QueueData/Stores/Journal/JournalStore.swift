@@ -517,7 +517,8 @@ public final class JournalStore: PersistentStore {
         }
         endOffset += Int64(record.count)
         nextSequence += 1
-        let inserted = changes.entities.reduce(0) { $0 + $1.inserted.count }
+        // Rows given as values and rows encoded from the tables alike.
+        let inserted = changes.entities.reduce(0) { $0 + $1.inserted.count + $1.insertedReferences.count }
         if inserted > 0 {
             insertedRowsSinceSnapshot += inserted
             insertBytesSinceSnapshot += payload.count
