@@ -104,6 +104,14 @@ extension ManagedObjectContext {
         var insertBlocks = [RowBlock?](repeating: nil, count: model.entities.count)
         for object in inserts {
             let entityIndex = object._objectID.key.entityIndex!
+            guard parent == nil else {
+                // A child's save goes to its parent, which takes values.
+                request.inserts.append(
+                    SaveRequest.Insert(
+                        entityIndex: entityIndex, temporaryKey: object._objectID.rawValue,
+                        values: object._columnValues))
+                continue
+            }
             let block: RowBlock
             if let existing = insertBlocks[entityIndex] {
                 block = existing
