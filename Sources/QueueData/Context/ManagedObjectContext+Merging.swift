@@ -114,9 +114,9 @@ extension ManagedObjectContext {
     ///
     /// A save that writes a row copies its block when anything else holds the block (every
     /// object of the block's rows does): without this, each object kept the copy it last took
-    /// alive, and a context holding its objects while saving them one at a time kept a 128-row
-    /// block per saved object (10,000 one-object saves of distinct objects of a 10,000-row store:
-    /// 52 MB more resident). Moved here, the objects read the same values (a row's version
+    /// alive, and a context holding its objects while saving them one at a time kept a block
+    /// (of 128 rows then) per saved object (10,000 one-object saves of distinct objects of a
+    /// 10,000-row store: 52 MB more resident). Moved here, the objects read the same values (a row's version
     /// changes with its values) and the older copy goes once no other context holds it.
     func rebaseObjects(onto block: RowBlock, entityIndex: Int) {
         // A block the commit made (rows appended past the last block) has no older copy.

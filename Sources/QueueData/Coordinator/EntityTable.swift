@@ -25,13 +25,13 @@ struct CommittedRow: Sendable {
 /// Rows live packed in blocks (``RowBlock``) of fixed capacity, and blocks in fixed-size groups,
 /// so that a snapshot (what a fetch iterates) shares them all, and the next commit copies only
 /// the block it touches, its group's list of blocks and the list of groups: a one-row change
-/// copies a block of 128 rows and two short lists whatever the size of the table. A block is
+/// copies a block of 32 rows and two short lists whatever the size of the table. A block is
 /// written in place only while the table holds the only reference to it. Deleted rows stay as
 /// tombstones until there are more of them than live rows. Lookups by primary key are binary
 /// searches: keys only grow, so appending keeps the order.
 struct EntityTable: Sendable {
     /// Rows per block, and blocks per group (powers of two: positions split with shifts).
-    static let chunkCapacity = 128
+    static let chunkCapacity = 32
     static let groupCapacity = 128
     static let rowsPerGroup = chunkCapacity * groupCapacity
 

@@ -65,7 +65,7 @@ open class ManagedObject: Hashable {
     /// Read inline by the attribute setters.
     @usableFromInline @exclusivity(unchecked)
     final var _stateBits: UInt16
-    /// The index of the committed row in `_committed` (a block holds at most 128 rows).
+    /// The index of the committed row in `_committed` (a block holds at most 32 rows).
     @exclusivity(unchecked) final var _committedIndex: UInt16 = 0
     // The last fields are 2 bytes each, as are the attribute wrappers a subclass adds after
     // them: an object of four attributes takes 80 bytes (an 80-byte allocation).

@@ -237,7 +237,7 @@ struct SharedRowTests {
         func distinctBlocks(_ objects: [Destination], in context: ManagedObjectContext) -> Int {
             context.performAndWait { Set(objects.compactMap { $0._committed.map(ObjectIdentifier.init) }).count }
         }
-        let blocks = (saved.count + 127) / 128
+        let blocks = (saved.count + EntityTable.chunkCapacity - 1) / EntityTable.chunkCapacity
         #expect(distinctBlocks(saved, in: saver) <= blocks, "the saver's objects hold one copy of each block")
         #expect(distinctBlocks(watched, in: watcher) <= blocks, "the watcher's objects hold one copy of each block")
         // And every object still reads its committed values, shared with the table's rows.
