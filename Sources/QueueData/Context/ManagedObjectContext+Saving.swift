@@ -504,8 +504,10 @@ extension ManagedObjectContext {
     /// - Parameters:
     ///   - object: A registered object of this context. Inserted objects have no committed
     ///     values and are left alone.
-    ///   - mergeChanges: When `true`, unsaved changes to the object's attributes are kept
-    ///     (applied on top of the committed values); when `false`, they are discarded. A
+    ///   - mergeChanges: When `true`, unsaved changes to the object's attributes and
+    ///     relationships are kept (applied on top of the committed values); when `false`, they
+    ///     are discarded — a relationship change on both sides: the objects it moved return to
+    ///     where they were committed, and those left with no change are no longer updated. A
     ///     pending deletion is kept either way.
     ///
     /// If another context deleted the object, it leaves this context (as a merge would do).
@@ -542,12 +544,59 @@ extension ManagedObjectContext {
             postObjectsDidChange(ObjectsDidChange(deleted: [object._objectID]))
             return
         }
+        if !mergeChanges {
+            revertRelationships(of: object, to: row)
+        }
         object._apply(row, keepingLocalChanges: mergeChanges)
         if !mergeChanges {
             object._resetTransientAttributes()
             object._state.remove(.updated)
         }
         postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID]))
+    }
+}
+
+extension ManagedObjectContext {
+    /// Sets every relationship of `object` that differs from `row` (its committed row) back to
+    /// the committed value, through the setter's path, so that the objects on the other side
+    /// (which the change moved) go back too: an object the change took from another owner (a
+    /// to-one inverse) returns to the owner it has committed, when it has no other since. Those
+    /// left with no change at all are no longer updated.
+    fileprivate func revertRelationships(of object: ManagedObject, to row: CommittedRow) {
+        let entity = object.entity
+        let key = object._objectID.rawValue
+        var affected: [ManagedObject] = []
+        for slot in entity.attributes.count..<entity.columnCount
+        where !StoredValue.isSame(object._value(at: slot), row.values[slot]) {
+            let link = self.link(of: object, column: slot)
+            let currentKeys = RelationshipKeys.decode(object._value(at: slot))
+            let committedKeys = RelationshipKeys.decode(row.values[slot])
+            let current = objects(entityIndex: link.destinationIndex, keys: currentKeys)
+            let committed = objects(entityIndex: link.destinationIndex, keys: committedKeys)
+            affected += current + committed
+            setRelationship(of: object, column: slot, to: committed)
+            guard !link.inverse.isToMany else { continue }
+            for target in current where !committedKeys.contains(target._objectID.rawValue) {
+                guard let targetCommitted = target._committedFields,
+                    case .null = target._value(at: link.inverseColumn),
+                    let owner = RelationshipKeys.decode(
+                        target.entity.rowLayout.value(targetCommitted, slot: link.inverseColumn)
+                    ).first,
+                    owner != key
+                else { continue }
+                let owners = objects(
+                    entityIndex: self.link(of: target, column: link.inverseColumn).destinationIndex, keys: [owner])
+                affected += owners
+                setRelationship(of: target, column: link.inverseColumn, to: owners)
+            }
+        }
+        for other in affected where other !== object && other._state.contains(.updated) {
+            if let committedFields = other._committedFields,
+                other.entity.rowLayout.isSameRow(other._row, committedFields, count: other.entity.columnCount)
+            {
+                other._state.remove(.updated)
+            }
+        }
     }
 }
 

@@ -400,9 +400,11 @@ open class ManagedObject: Hashable {
             && (_state.contains(.inserted) || _state.contains(.updated) || _state.contains(.deleted))
     }
 
-    /// The attributes whose values differ from the committed ones, with their current values.
+    /// The attributes and relationships whose values differ from the committed ones, with their
+    /// current values (a relationship's in its stored form: the related rows' keys, see
+    /// ``StoredValue``), as Core Data's `changedValues()`.
     ///
-    /// For an inserted object: the attributes whose values differ from their defaults.
+    /// For an inserted object: those whose values differ from their defaults.
     ///
     /// - Important: Call on the context's queue.
     public final func changedValues() -> [String: StoredValue] {
@@ -410,14 +412,18 @@ open class ManagedObject: Hashable {
         let layout = entity.rowLayout
         let baseline = _committedFields ?? UnsafeRawPointer(layout.defaults)
         var changes: [String: StoredValue] = [:]
-        for (index, attribute) in entity.attributes.enumerated() where !layout.isSame(_row, baseline, slot: index) {
-            changes[attribute.name] = _value(at: index)
+        for index in 0..<entity.columnCount where !layout.isSame(_row, baseline, slot: index) {
+            changes[entity.columnName(index)] = _value(at: index)
         }
         return changes
     }
 
-    /// The committed values (as last fetched, saved or merged) of `keys`, or of every
-    /// attribute when `keys` is `nil`. Empty for an object that was never saved.
+    /// The committed values (as last fetched, saved or merged) of `keys` — attribute or
+    /// relationship names (a relationship's value in its stored form) — or of every attribute
+    /// when `keys` is `nil`. Empty for an object that was never saved.
+    ///
+    /// Traps when a key names neither an attribute nor a relationship of the entity (as Core Data
+    /// raises an exception).
     ///
     /// - Important: Call on the context's queue.
     public final func committedValues(forKeys keys: [String]?) -> [String: StoredValue] {
@@ -425,8 +431,8 @@ open class ManagedObject: Hashable {
         guard let snapshot = _snapshot else { return [:] }
         var values: [String: StoredValue] = [:]
         for key in keys ?? entity.attributes.map(\.name) {
-            guard let index = entity.index(ofAttribute: key) else {
-                fatalError("QueueData: entity '\(entity.name)' has no attribute '\(key)'")
+            guard let index = entity.column(named: key), index < snapshot.count else {
+                fatalError("QueueData: entity '\(entity.name)' has no attribute or relationship '\(key)'")
             }
             values[key] = snapshot[index]
         }

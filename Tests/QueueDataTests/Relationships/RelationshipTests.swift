@@ -7,6 +7,77 @@ import Testing
 struct RelationshipTests {
     // MARK: Model
 
+    @Test(
+        "refresh without merging changes takes a relationship change back on both sides: nothing is left to save, and the store keeps the committed graph",
+        arguments: ["to-one", "to-many", "one-to-one"])
+    func refreshRevertsInverses(side: String) throws {
+        let manager = graphManager("memory", TemporaryDirectory("refresh-inverse-\(side)"))
+        defer { manager.close() }
+        let context = try makeRetainingContext(manager, "refresh-inverse-\(side)")
+        try context.performAndWait {
+            let ada = context.insert(Explorer.self)
+            let bob = context.insert(Explorer.self)
+            let expedition = context.insert(Expedition.self)
+            let passport = context.insert(Passport.self)
+            expedition.leader = ada
+            passport.holder = ada
+            try context.save()
+            switch side {
+            case "to-one":
+                expedition.leader = bob
+                context.refresh(expedition, mergeChanges: false)
+            case "to-many":
+                bob.expeditions.insert(expedition)
+                context.refresh(bob, mergeChanges: false)
+            default:
+                passport.holder = bob
+                context.refresh(passport, mergeChanges: false)
+            }
+            #expect(expedition.leader === ada)
+            #expect(ada.expeditions == [expedition])
+            #expect(bob.expeditions.isEmpty)
+            #expect(passport.holder === ada)
+            #expect(ada.passport === passport)
+            #expect(bob.passport == nil)
+            #expect(!context.hasChanges, "left updated: \(context.updatedObjects.count)")
+            try context.save()
+        }
+        let reader = try makeContext(manager, "refresh-inverse-reader-\(side)")
+        try reader.performAndWait {
+            let expedition = try #require(try reader.fetch(FetchRequest<Expedition>()).first)
+            let passport = try #require(try reader.fetch(FetchRequest<Passport>()).first)
+            #expect(expedition.leader != nil && expedition.leader === passport.holder)
+            #expect(expedition.leader?.expeditions == [expedition])
+            let explorers = try reader.fetch(FetchRequest<Explorer>())
+            #expect(explorers.filter { !$0.expeditions.isEmpty }.count == 1)
+            #expect(explorers.filter { $0.passport != nil }.count == 1)
+        }
+    }
+
+    @Test("changedValues and committedValues(forKeys:) cover relationships, in their stored form")
+    func changedAndCommittedRelationships() throws {
+        let manager = graphManager("memory", TemporaryDirectory("relationship-values"))
+        defer { manager.close() }
+        let context = try makeRetainingContext(manager, "relationship-values")
+        try context.performAndWait {
+            let ada = context.insert(Explorer.self)
+            let bob = context.insert(Explorer.self)
+            let expedition = context.insert(Expedition.self)
+            expedition.leader = ada
+            try context.save()
+            #expect(expedition.changedValues().isEmpty)
+            expedition.leader = bob
+            let changed = expedition.changedValues()
+            #expect(Set(changed.keys) == ["leader"])
+            #expect(changed["leader"] == .integer(bob.objectID.rawValue))
+            #expect(
+                expedition.committedValues(forKeys: ["leader", "title"])["leader"] == .integer(ada.objectID.rawValue))
+            // The other sides changed too.
+            #expect(ada.changedValues().keys.contains("expeditions"))
+            #expect(bob.changedValues().keys.contains("expeditions"))
+        }
+    }
+
     @Test("relationships are discovered with their destination, inverse, rule and cardinality")
     func discovery() throws {
         let expedition = try #require(graphModel.entity(for: Expedition.self))
