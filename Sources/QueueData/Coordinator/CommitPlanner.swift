@@ -370,7 +370,7 @@ struct CommitPlanner {
             deleted: plan.deletes.map { ObjectID(key: keys[$0.entityIndex], rawValue: $0.primaryKey) })
         let outcome = SaveOutcome(
             inserted: allInsertedRows, upsertedInserts: Set(upserts.keys), finalRows: finalRows,
-            deletedKeys: plan.deletes, changes: saveChanges,
+            changes: saveChanges,
             durabilityTicket: nil)
         return Result(
             changeSet: changeSet, tables: updatedTables, outcome: outcome,

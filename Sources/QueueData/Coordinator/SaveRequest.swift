@@ -120,8 +120,6 @@ struct SaveOutcome: Sendable {
     /// The committed state, after the save, of every object the request updated or deleted:
     /// the row, or `nil` if the object no longer exists.
     var finalRows: [RowKey: CommittedRow?]
-    /// Rows this commit deleted.
-    var deletedKeys: [RowKey]
     /// What every other context merges (the payload of the saving context's
     /// ``ManagedObjectContext/didSaveNotification``), derived from the same commit: the inserted
     /// and restored objects, the rows changed, the rows deleted. The saving context takes
