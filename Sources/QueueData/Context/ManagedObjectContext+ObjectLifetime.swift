@@ -117,6 +117,10 @@ extension ManagedObjectContext {
     /// without merging their changes, or made current by a merge), whose entries would hold them
     /// registered until the next save or rollback; notes them as release candidates.
     private func dropSettledPendingUpdates() {
+        // Only after what can settle an object: a look at every pending update at the end of
+        // every block would cost a context holding many of them a pass per block.
+        guard pendingUpdatesMaySettle else { return }
+        pendingUpdatesMaySettle = false
         let settled: ObjectState = [.inserted, .updated, .deleted]
         guard pendingUpdates.contains(where: { $0._state.isDisjoint(with: settled) }) else { return }
         var dropped: [(entityIndex: Int, key: Int64)] = []

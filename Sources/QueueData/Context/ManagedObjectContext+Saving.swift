@@ -551,6 +551,7 @@ extension ManagedObjectContext {
         if !mergeChanges {
             object._resetTransientAttributes()
             object._state.remove(.updated)
+            pendingUpdatesMaySettle = true
         }
         postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID]))
     }
@@ -595,6 +596,7 @@ extension ManagedObjectContext {
                 other.entity.rowLayout.isSameRow(other._row, committedFields, count: other.entity.columnCount)
             {
                 other._state.remove(.updated)
+                pendingUpdatesMaySettle = true
             }
         }
     }
@@ -641,6 +643,7 @@ extension ManagedObject {
         if _state.contains(.updated), let committed = _committedFields, layout.isSameRow(_row, committed, count: count)
         {
             _state.remove(.updated)
+            _confinement.context?.pendingUpdatesMaySettle = true
         }
     }
 }

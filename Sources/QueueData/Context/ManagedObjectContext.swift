@@ -106,6 +106,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var releaseCandidates: [(entityIndex: Int, key: Int64)] = []
     /// Whether the next check looks at every registered object instead of the candidates.
     var checksEveryRegisteredObject = false
+    /// Whether an object of ``pendingUpdates`` may have lost its last change without a save or a
+    /// rollback (a refresh, a merge, an undo): the end of the block then drops such entries, which
+    /// would hold their objects (see `dropSettledPendingUpdates()`).
+    var pendingUpdatesMaySettle = false
     /// How many objects the registry kept at the last check of every object.
     var objectsKeptAtLastFullCheck = 0
 

@@ -119,6 +119,7 @@ extension ManagedObjectContext {
             return
         }
         object._state.remove(.updated)
+        pendingUpdatesMaySettle = true
     }
 
     /// Lists `object` for the next ``processPendingChanges()``.
