@@ -45,6 +45,16 @@ struct SortKeyTests {
         #expect(PackedASCII(&shorter)! < PackedASCII(&longest)!)
     }
 
+    /// The positions of `strings` sorted by Swift's `<` (or `>`), ties by position: the reference.
+    static func stringOrder(_ strings: [String], descending: Bool) -> [Int] {
+        strings.indices.sorted { left, right in
+            if strings[left] != strings[right] {
+                return descending ? strings[left] > strings[right] : strings[left] < strings[right]
+            }
+            return left < right
+        }
+    }
+
     @Test(
         "large one-column orders of short ASCII strings, many sharing their first bytes, agree with sorting the strings",
         arguments: [false, true])
@@ -64,12 +74,7 @@ struct SortKeyTests {
                 return string
             }
             let order = SortKey.order(keys: strings.map(SortKey.string), columns: 1, reversed: [descending])
-            let expected = strings.indices.sorted { left, right in
-                if strings[left] != strings[right] {
-                    return descending ? strings[left] > strings[right] : strings[left] < strings[right]
-                }
-                return left < right
-            }
+            let expected = Self.stringOrder(strings, descending: descending)
             #expect(order == expected, "round \(round), \(count) strings")
         }
     }
@@ -85,12 +90,7 @@ struct SortKeyTests {
                     ? pool.prefix(8).randomElement(using: &generator)! : pool.randomElement(using: &generator)!
             }
             let order = SortKey.order(keys: strings.map(SortKey.string), columns: 1, reversed: [descending])
-            let expected = strings.indices.sorted { left, right in
-                if strings[left] != strings[right] {
-                    return descending ? strings[left] > strings[right] : strings[left] < strings[right]
-                }
-                return left < right
-            }
+            let expected = Self.stringOrder(strings, descending: descending)
             #expect(order == expected, "round \(round): \(strings)")
         }
     }
