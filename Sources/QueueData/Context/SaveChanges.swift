@@ -18,12 +18,20 @@ public struct SaveChanges: Sendable {
     let inserted: [ObjectID]
     let updated: [(ObjectID, CommittedRow)]
     let deleted: [ObjectID]
+    /// The IDs in `inserted` of objects that existed before the first of the saves combined
+    /// here: deleted by one and inserted again by a later one (an undo of the deletion). Empty
+    /// for a single save. See ``combined(with:)``.
+    let reinserted: Set<ObjectID>
 
-    init(coordinatorIdentifier: UUID, inserted: [ObjectID], updated: [(ObjectID, CommittedRow)], deleted: [ObjectID]) {
+    init(
+        coordinatorIdentifier: UUID, inserted: [ObjectID], updated: [(ObjectID, CommittedRow)], deleted: [ObjectID],
+        reinserted: Set<ObjectID> = []
+    ) {
         self.coordinatorIdentifier = coordinatorIdentifier
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
+        self.reinserted = reinserted
     }
 
     /// The payload of a ``ManagedObjectContext/didSaveNotification``, or `nil` for any other

@@ -82,26 +82,46 @@ public enum ObjectChange: Sendable, Hashable {
 }
 
 extension SaveChanges {
-    /// The changes of this save and then `later`, as one: objects inserted and then deleted are
-    /// in neither list; an updated object has its latest committed values; a deleted object is
-    /// no longer listed as updated.
+    /// The changes of this save and then `later`, as one: what changed from before this save
+    /// to after `later`. Each object is listed for where it ends up:
+    /// - inserted and then deleted: in neither list (it never existed for whoever reads them);
+    /// - deleted and then inserted again (an undo of the deletion): inserted only — it exists;
+    ///   deleted again after that: deleted only;
+    /// - updated: with its latest committed values; updated and then deleted: deleted only (and
+    ///   not listed as updated if inserted again, unless updated after that).
     public func combined(with later: SaveChanges) -> SaveChanges {
         let laterDeleted = Set(later.deleted)
+        let laterInserted = Set(later.inserted)
         let insertedHere = Set(inserted)
+        let deletedHere = Set(deleted)
         var updatedRows: [ObjectID: CommittedRow] = [:]
         var order: [ObjectID] = []
-        for (id, row) in updated + later.updated {
+        // This save's rows of objects `later` deleted (and perhaps inserted again) are gone.
+        let earlierRows = updated.lazy.filter { !laterDeleted.contains($0.0) && !later.reinserted.contains($0.0) }
+        for (id, row) in earlierRows + later.updated {
             if updatedRows.updateValue(row, forKey: id) == nil {
                 order.append(id)
             }
         }
-        let allInserted = (inserted + later.inserted).filter { !laterDeleted.contains($0) }
-        let allDeleted = (deleted + later.deleted).filter { !insertedHere.contains($0) || !laterDeleted.contains($0) }
+        // Whether the object existed before this save, and after `later`.
+        func existedBefore(_ id: ObjectID) -> Bool {
+            if insertedHere.contains(id) {
+                return reinserted.contains(id)
+            }
+            return deletedHere.contains(id) || later.reinserted.contains(id) || !laterInserted.contains(id)
+        }
+        func existsAfter(_ id: ObjectID) -> Bool {
+            laterInserted.contains(id)
+                || (!laterDeleted.contains(id) && (insertedHere.contains(id) || !deletedHere.contains(id)))
+        }
+        let allInserted = Self.unique(inserted + later.inserted).filter(existsAfter)
+        let allDeleted = Self.unique(deleted + later.deleted).filter { existedBefore($0) && !existsAfter($0) }
         return SaveChanges(
             coordinatorIdentifier: later.coordinatorIdentifier,
-            inserted: Self.unique(allInserted),
-            updated: order.filter { !laterDeleted.contains($0) }.map { ($0, updatedRows[$0]!) },
-            deleted: Self.unique(allDeleted))
+            inserted: allInserted,
+            updated: order.filter(existsAfter).map { ($0, updatedRows[$0]!) },
+            deleted: allDeleted,
+            reinserted: Set(allInserted.filter(existedBefore)))
     }
 
     private static func unique(_ ids: [ObjectID]) -> [ObjectID] {

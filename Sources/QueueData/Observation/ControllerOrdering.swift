@@ -50,24 +50,42 @@ struct ControllerOrdering<Object: ManagedObject> {
     let attributeSorts: [AttributeSort]
     let descriptors: [SortDescriptor<Object>]
     let keyPaths: [PartialKeyPath<Object>]?
+    /// When the ordering compares objects: the descriptors' key paths, if every descriptor has
+    /// one of an extractable type (a string compared with a comparator, say). Entries keep
+    /// these keys to tell an update that changed a sort value (a move) from one that did not;
+    /// `nil` when a descriptor's value cannot be kept.
+    let changeKeyPaths: [PartialKeyPath<Object>]?
     /// Whether each key column (the attribute sorts', then the descriptors') is descending.
     let reversed: [Bool]
 
     init(_ descriptors: [SortDescriptor<Object>], attributeSorts: [AttributeSort] = []) {
         self.attributeSorts = attributeSorts
         self.descriptors = descriptors
-        var keyPaths: [PartialKeyPath<Object>] = []
+        var keyPaths: [PartialKeyPath<Object>]? = []
+        var changeKeyPaths: [PartialKeyPath<Object>]? = []
         for descriptor in descriptors {
-            guard descriptor.stringComparator == nil, let keyPath = descriptor.keyPath,
+            guard let keyPath = descriptor.keyPath,
                 controllerExtractableTypes.contains(ObjectIdentifier(type(of: keyPath).valueType))
             else {
-                self.keyPaths = nil
-                self.reversed = []
-                return
+                keyPaths = nil
+                changeKeyPaths = nil
+                break
             }
-            keyPaths.append(keyPath)
+            changeKeyPaths?.append(keyPath)
+            if descriptor.stringComparator == nil {
+                keyPaths?.append(keyPath)
+            } else {
+                keyPaths = nil
+            }
+        }
+        guard let keyPaths else {
+            self.keyPaths = nil
+            self.changeKeyPaths = changeKeyPaths
+            self.reversed = []
+            return
         }
         self.keyPaths = keyPaths
+        self.changeKeyPaths = nil
         self.reversed = attributeSorts.map { !$0.ascending } + descriptors.map { $0.order == .reverse }
     }
 
@@ -86,9 +104,10 @@ struct ControllerOrdering<Object: ManagedObject> {
         return .value(key)
     }
 
-    /// The keys of `object` (none when the ordering compares objects).
+    /// The keys of `object`: what the ordering compares, or, when it compares objects, the
+    /// values it reads (none when they cannot be kept).
     func keys(of object: Object) -> [ControllerKey] {
-        guard let keyPaths else { return [] }
+        guard let keyPaths = keyPaths ?? changeKeyPaths else { return [] }
         var keys: [ControllerKey] = []
         keys.reserveCapacity(attributeSorts.count + keyPaths.count)
         for sort in attributeSorts {
@@ -142,12 +161,13 @@ struct ControllerOrdering<Object: ManagedObject> {
         return tie(lhs.id, rhs.id)
     }
 
-    /// Whether the sort position of an entry could differ between `old` and `new` keys.
-    func keysDiffer(_ old: ControllerEntry, _ new: ControllerEntry) -> Bool {
-        if usesKeys {
-            return zip(old.keys, new.keys).contains { ControllerKey.compare($0, $1) != .orderedSame }
-        }
-        return true
+    /// Whether a value the entry is sorted by differs between `old` and `new`; `nil` when the
+    /// entries do not keep those values (a descriptor without a key path, or of a type whose
+    /// values cannot be kept).
+    func keysDiffer(_ old: ControllerEntry, _ new: ControllerEntry) -> Bool? {
+        guard usesKeys || changeKeyPaths != nil else { return nil }
+        // Compared as values: equal values compare the same under any comparator.
+        return zip(old.keys, new.keys).contains { ControllerKey.compare($0, $1) != .orderedSame }
     }
 }
 

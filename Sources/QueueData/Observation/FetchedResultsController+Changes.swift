@@ -118,6 +118,11 @@ extension FetchedResultsController {
         for (sectionIndex, positions) in removals {
             remove(at: positions, from: &sections[sectionIndex].entries)
         }
+        // Emptied sections go before new ones find their places: an empty section has no first
+        // entry to order it by.
+        if sectionName != nil {
+            sections.removeAll { $0.entries.isEmpty }
+        }
         // In at the new places: sorted, then merged into their sections.
         let arriving = incoming.values.sorted { precedes($0.entry, $1.entry) }
         var bySection: [String: [ControllerEntry]] = [:]
@@ -132,9 +137,6 @@ extension FetchedResultsController {
                 let position = sections.firstIndex { sectionPrecedes(section, $0) } ?? sections.count
                 sections.insert(section, at: position)
             }
-        }
-        if sectionName != nil {
-            sections.removeAll { $0.entries.isEmpty }
         }
         storage = sections
         guard reports else { return }
@@ -250,8 +252,11 @@ extension FetchedResultsController {
                 inserts.append(
                     .init(type: .insert, objectID: after.entry.id, oldIndexPath: nil, newIndexPath: after.path))
             case (let before?, let after?):
+                // A sort value that changed moves the object; when the entries do not keep the
+                // values (see `keysDiffer`), a changed position does.
                 let moved =
-                    before.sectionName != after.sectionName || ordering.keysDiffer(before.entry, after.entry)
+                    before.sectionName != after.sectionName
+                    || (ordering.keysDiffer(before.entry, after.entry) ?? (before.path != after.path))
                     || (renamed[id] != nil && before.path != after.path)
                 let change = FetchedResultsDifference.ObjectChange(
                     type: moved ? .move : .update, objectID: id, oldIndexPath: before.path, newIndexPath: after.path)

@@ -270,14 +270,16 @@ open class FetchedResultsController<Object: ManagedObject> {
         }
     }
 
-    /// The section index titles, in order, without repeats.
+    /// The section index titles, in the order of the sections that first give them, without
+    /// repeats (sections "Angola", "Benin" and "austria" give "A" and "B").
     ///
     /// - Important: Call on the context's queue.
     public var sectionIndexTitles: [String] {
         managedObjectContext.checkConfined()
         var titles: [String] = []
+        var seen: Set<String> = []
         for section in storage ?? [] {
-            if let title = sectionIndexTitle(forSectionName: section.name), titles.last != title {
+            if let title = sectionIndexTitle(forSectionName: section.name), seen.insert(title).inserted {
                 titles.append(title)
             }
         }

@@ -68,6 +68,8 @@ enum ControllerShape: String, CaseIterable, CustomTestStringConvertible {
     case batched
     /// One section, sorted with a string comparator (objects compared), no predicate.
     case comparator
+    /// Sections by country, sorted by country descending then name: sections follow the sort.
+    case sectionedByReverseSort
 
     var testDescription: String { rawValue }
 
@@ -87,10 +89,14 @@ enum ControllerShape: String, CaseIterable, CustomTestStringConvertible {
             return request
         case .comparator:
             return FetchRequest(sortBy: [SortDescriptor(\.name, comparator: .lexical)])
+        case .sectionedByReverseSort:
+            return FetchRequest(
+                predicate: #Predicate { $0.rating > 0 },
+                sortBy: [SortDescriptor(\.country, order: .reverse), SortDescriptor(\.name)])
         }
     }
 
-    var hasSections: Bool { self == .sectionedBySort || self == .sectionedByName }
+    var hasSections: Bool { self != .batched && self != .comparator }
 
     func controller(_ context: ManagedObjectContext) -> FetchedResultsController<Place> {
         hasSections
@@ -106,7 +112,7 @@ enum ControllerShape: String, CaseIterable, CustomTestStringConvertible {
             return FetchedResultsSnapshot(sections: [.init(name: "", objectIDs: objects.map(\.objectID))])
         }
         var sections: [(name: String, ids: [ObjectID])] = []
-        if self == .sectionedBySort {
+        if self != .sectionedByName {
             for object in objects {
                 if sections.last?.name == object.country {
                     sections[sections.count - 1].ids.append(object.objectID)
@@ -341,6 +347,100 @@ struct FetchedResultsControllerTests {
         delegate.calls = []
         try context.performAndWait { try context.save() }  // its permanent ID: an update in place
         #expect(delegate.calls == ["will", "object update [2, 1] [2, 1]", "did"])
+        manager.close()
+    }
+
+    @Test("objects compared with a comparator: a change of the sort value moves, any other change updates")
+    func comparatorMovesAndUpdates() throws {
+        let manager = LifecycleStore.memory.manager(TemporaryDirectory("frc-comparator"), model: placeModel)
+        let context = try makeContext(manager, "controller")
+        let delegate = RecordingDelegate()
+        let controller = try context.performAndWait {
+            for name in ["A", "B", "C"] {
+                context.insert(Place.self).name = name
+            }
+            try context.save()
+            let controller = FetchedResultsController(
+                fetchRequest: ControllerShape.comparator.request(), managedObjectContext: context)
+            controller.delegate = delegate
+            try controller.performFetch()
+            return controller
+        }
+        context.performAndWait {
+            controller.object(at: IndexPath(indexes: [0, 1])).note = "x"
+            context.processPendingChanges()
+        }
+        #expect(delegate.calls == ["will", "object update [0, 1] [0, 1]", "did"])
+        delegate.calls = []
+        context.performAndWait {
+            controller.object(at: IndexPath(indexes: [0, 1])).name = "Bb"  // still between A and C
+            context.processPendingChanges()
+        }
+        #expect(delegate.calls == ["will", "object move [0, 1] [0, 1]", "did"])
+        delegate.calls = []
+        context.performAndWait {
+            controller.object(at: IndexPath(indexes: [0, 0])).name = "D"
+            context.processPendingChanges()
+        }
+        #expect(delegate.calls == ["will", "object move [0, 0] [0, 2]", "did"])
+        manager.close()
+    }
+
+    @Test("sections that follow a descending sort: new sections take their places while another empties and refills")
+    func newSectionsWhileAnotherEmpties() throws {
+        let manager = LifecycleStore.memory.manager(TemporaryDirectory("frc-reverse"), model: placeModel)
+        let context = try makeContext(manager, "controller")
+        let delegate = RecordingDelegate()
+        try context.performAndWait {
+            var saved: [Place] = []
+            for country in ["C", "B"] {
+                let place = context.insert(Place.self)
+                place.name = "in \(country)"
+                place.country = country
+                place.rating = 1
+                saved.append(place)
+            }
+            try context.save()
+            let controller = FetchedResultsController(
+                fetchRequest: ControllerShape.sectionedByReverseSort.request(), managedObjectContext: context,
+                sectionNameKeyPath: \.country)
+            controller.delegate = delegate
+            try controller.performFetch()
+            saved[1].rating = 5  // "B"'s only object: not a key, but it leaves and comes back
+            saved[0].country = "D"  // "C" empties for good; "D" is new, first
+            let newCountries = ["A", "AA", "AB", "AC", "AD", "AE", "AF", "AG", "AH", "AI"]  // all after "B"
+            for country in newCountries {
+                let place = context.insert(Place.self)
+                place.country = country
+                place.rating = 1
+            }
+            context.processPendingChanges()
+            #expect(controller.sections?.map(\.name) == ["D", "B"] + newCountries.reversed())
+            #expect(controller.snapshot == (try ControllerShape.sectionedByReverseSort.expected(context)))
+            let difference = try #require(delegate.differences.last)
+            #expect(difference.applied(to: difference.old) == difference.new)
+            #expect(difference.new == controller.snapshot)
+        }
+        manager.close()
+    }
+
+    @Test("section index titles: each once, in the order of the sections that first give them")
+    func sectionIndexTitlesWithoutRepeats() throws {
+        let manager = LifecycleStore.memory.manager(TemporaryDirectory("frc-titles"), model: placeModel)
+        let context = try makeContext(manager, "controller")
+        try context.performAndWait {
+            for country in ["Angola", "Benin", "austria", "Chile", "chad", ""] {
+                let place = context.insert(Place.self)
+                place.country = country
+            }
+            try context.save()
+            let controller = FetchedResultsController(
+                fetchRequest: FetchRequest<Place>(sortBy: [SortDescriptor(\.country)]), managedObjectContext: context,
+                sectionNameKeyPath: \.country)
+            try controller.performFetch()
+            #expect(controller.sections?.map(\.name) == ["", "Angola", "Benin", "Chile", "austria", "chad"])
+            #expect(controller.sectionIndexTitles == ["A", "B", "C"])
+        }
         manager.close()
     }
 

@@ -63,6 +63,97 @@ struct ObservationStreamTests {
         #expect(received.1 < 160, "a slow consumer gets saves combined")
     }
 
+    @Test("saves combined for a slow consumer say where each object ends up, against a reference over random rounds")
+    func combinedSavesAgainstAReference() throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "combined")
+        let ids = try context.performAndWait {
+            let objects = (0..<6).map { index in
+                let destination = context.insert(Destination.self)
+                destination.name = "d\(index)"
+                return destination
+            }
+            try context.save()
+            return objects.map(\.objectID)
+        }
+        let coordinator = UUID()
+        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
+        var random = SeededGenerator(seed: seed)
+        for round in 0..<500 {
+            // Each object exists or not at the start; each save inserts, updates, deletes or
+            // leaves it, as its existence allows.
+            let existedAtStart = ids.map { _ in Bool.random(using: &random) }
+            var exists = existedAtStart
+            var inserted = Set<ObjectID>()
+            var updated = Set<ObjectID>()
+            var saves: [SaveChanges] = []
+            for _ in 0..<Int.random(in: 1...5, using: &random) {
+                var save = (inserted: [ObjectID](), updated: [(ObjectID, CommittedRow)](), deleted: [ObjectID]())
+                for (index, id) in ids.enumerated() {
+                    switch (exists[index], Int.random(in: 0..<3, using: &random)) {
+                    case (false, 0):
+                        exists[index] = true
+                        save.inserted.append(id)
+                        inserted.insert(id)
+                    case (true, 0):
+                        exists[index] = false
+                        save.deleted.append(id)
+                        inserted.remove(id)
+                        updated.remove(id)
+                    case (true, 1):
+                        save.updated.append((id, CommittedRow(primaryKey: id.rawValue, version: 1, values: [])))
+                        updated.insert(id)
+                    default:
+                        break
+                    }
+                }
+                saves.append(
+                    SaveChanges(
+                        coordinatorIdentifier: coordinator, inserted: save.inserted, updated: save.updated,
+                        deleted: save.deleted))
+            }
+            // Combined in a random grouping: from the left, or each later pair first.
+            let combined =
+                Bool.random(using: &random)
+                ? saves.dropFirst().reduce(saves[0]) { $0.combined(with: $1) }
+                : saves.dropLast().reversed().reduce(saves[saves.count - 1]) { $1.combined(with: $0) }
+            let context = "seed \(seed), round \(round)"
+            let deleted = Set(ids.indices.filter { existedAtStart[$0] && !exists[$0] }.map { ids[$0] })
+            #expect(combined.deletedObjectIDs == deleted, "\(context)")
+            #expect(combined.insertedObjectIDs == inserted, "\(context)")
+            #expect(combined.updatedObjectIDs == updated, "\(context)")
+            #expect(combined.insertedObjectIDs.isDisjoint(with: combined.deletedObjectIDs), "\(context)")
+        }
+        manager.close()
+    }
+
+    @Test("a deletion saved and then undone and saved reaches a slow consumer as an insertion only")
+    func undoneDeletionCombined() async throws {
+        let manager = makeManager()
+        let context = try makeContext(manager, "undo")
+        let id = try context.performAndWait {
+            let destination = context.insert(Destination.self)
+            try context.save()
+            return destination.objectID
+        }
+        let stream = manager.changes
+        try context.performAndWait {
+            context.undoManager = UndoManager()
+            context.delete(try context.existingObject(with: id))
+            try context.save()
+            _ = context.undo()
+            try context.save()
+        }
+        let changes = try await within {
+            let iterator = stream.makeAsyncIterator()
+            return await iterator.next()
+        }
+        #expect(changes?.insertedObjectIDs == [id])
+        #expect(changes?.deletedObjectIDs == [])
+        manager.close()
+    }
+
     @Test("other managers' saves are not seen; the stream follows the manager across close and reload")
     func managerScope() async throws {
         let store = InMemoryStore()
