@@ -13,7 +13,8 @@ enum ExportCommand {
         objects' IDs (a to-many as a list). CSV follows RFC 4180 (a header row, quoted fields, nil as an
         empty field, dates in ISO 8601); JSON is one array; JSON Lines one object per line. With
         -o the file is written atomically (a temporary file, synchronized, then renamed):
-        an error never leaves a partial file. Without -o, records go to standard output. Reads
+        an error never leaves a partial file; -o naming the store itself or its lock file
+        (under any name) is refused (exit status 2). Without -o, records go to standard output. Reads
         without the lock: safe while an app has the store open (it sees the committed saves).
 
           --entity ENTITY   the entity to export
@@ -65,6 +66,10 @@ enum ExportCommand {
             limit = value
         }
         guard location.exists else { throw ToolFailure(.unreadable, "\(location.url.path) does not exist.") }
+        if let output, location.isOwnFile(output) {
+            throw ToolFailure(
+                .usage, "-o \(output) is the store's own file: export writes another file, never the store it reads.")
+        }
         let contents: StoreContents
         do {
             contents = try StoreInspection.contents(of: location.url)

@@ -69,9 +69,15 @@ indirect enum RowFilter {
         }
     }
 
+    /// How `value` compares with `literal`; `nil` when they do not compare: a value of another
+    /// type, nil, or NaN (which, as in a `#Predicate` and in SQL, is neither equal to, less nor
+    /// greater than any number: only `!=` matches it).
     private static func compare(_ value: StoredValue, _ literal: Literal) -> ComparisonResult? {
         func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
             a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
+        }
+        if value.isNaN {
+            return nil
         }
         switch (value, literal) {
         case (.integer(let a), .integer(let b)): return order(a, b)
@@ -116,9 +122,13 @@ indirect enum RowFilter {
         case .integer16, .integer32, .integer64:
             guard !quoted, let value = Int64(text) else { throw refuse("an integer") }
             return .integer(value)
-        case .double, .float:
+        case .double:
             guard !quoted, let value = Double(text), !value.isNaN else { throw refuse("a number") }
             return .double(value)
+        case .float:
+            // As a `Float`, as the attribute holds it: `0.1` is the value an export shows as 0.1.
+            guard !quoted, let value = Float(text), !value.isNaN else { throw refuse("a number") }
+            return .double(Double(value))
         case .decimal:
             guard !quoted, Double(text) != nil,
                 let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
@@ -282,11 +292,13 @@ struct RowOrder {
         return false
     }
 
+    /// How `a` orders against `b`: NaN as nil (as the library's attribute sorts order it, and
+    /// as SQLite stores it), so that every value has its place.
     private static func compare(_ a: StoredValue, _ b: StoredValue) -> ComparisonResult {
         func order<T: Comparable>(_ a: T, _ b: T) -> ComparisonResult {
             a < b ? .orderedAscending : a > b ? .orderedDescending : .orderedSame
         }
-        switch (a, b) {
+        switch (a.isNaN ? .null : a, b.isNaN ? .null : b) {
         case (.null, .null): return .orderedSame
         case (.null, _): return .orderedAscending
         case (_, .null): return .orderedDescending
@@ -299,6 +311,18 @@ struct RowOrder {
         case (.uuid(let x), .uuid(let y)): return order(x.uuidString, y.uuidString)
         case (.url(let x), .url(let y)): return order(x.absoluteString, y.absoluteString)
         default: return .orderedSame
+        }
+    }
+}
+
+extension StoredValue {
+    /// Whether the value is a NaN: a `Double`, `Decimal` or `Date` that is not a number.
+    fileprivate var isNaN: Bool {
+        switch self {
+        case .double(let value): return value.isNaN
+        case .decimal(let value): return value.isNaN
+        case .date(let value): return value.timeIntervalSinceReferenceDate.isNaN
+        default: return false
         }
     }
 }

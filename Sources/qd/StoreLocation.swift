@@ -66,6 +66,32 @@ struct StoreLocation {
     /// Whether the store file exists.
     var exists: Bool { FileManager.default.fileExists(atPath: url.path) }
 
+    /// Whether `path` names one of the store's own files: the store file or its lock file,
+    /// under any name (a symbolic or hard link is the same file). Writing there would destroy
+    /// the store, or replace the lock file an app holds (the next opener would not see the
+    /// lock).
+    func isOwnFile(_ path: String) -> Bool {
+        let candidate = URL(fileURLWithPath: path).standardizedFileURL
+        for own in [url, lockURL] {
+            if own.path == candidate.path {
+                return true
+            }
+            if let ownIdentity = Self.identity(of: own.path), let identity = Self.identity(of: candidate.path),
+                ownIdentity == identity
+            {
+                return true
+            }
+        }
+        return false
+    }
+
+    /// The device and inode of the file at `path` (following symbolic links), if it exists.
+    private static func identity(of path: String) -> [UInt64]? {
+        var information = stat()
+        guard stat(path, &information) == 0 else { return nil }
+        return [UInt64(information.st_dev), UInt64(information.st_ino)]
+    }
+
     /// A manager on this store, with the model its own schema describes (uniqueness
     /// constraints included), and `uniquenessConstraints` added to it by entity name.
     func manager(uniquenessConstraints: [String: [[String]]] = [:]) throws -> ContextManager {

@@ -38,9 +38,11 @@ enum WriteCommands {
         already be unique among the store's objects: exit status 5 otherwise), which the store
         then records until the app saves with its own model again. A record matching an
         existing object updates it (--on-conflict update, the default) or fails the import
-        (--on-conflict fail). An update replaces the whole object:
-        fields the file leaves out take their defaults, in updated objects too — include every
-        field (an export of the entity has them all). In CSV an empty unquoted field is nil
+        (--on-conflict fail). An update replaces every attribute of the object:
+        attributes the file leaves out take their defaults, in updated objects too — include
+        every field (an export of the entity has them all). A to-many relationship in a record
+        is joined with the object's existing members (an import never removes one), and a
+        to-one the record leaves empty keeps the existing one. In CSV an empty unquoted field is nil
         (refused for a required attribute other than a string); in a file with one column, an
         empty line is a record of one nil field. --format defaults to the file's extension
         (.jsonl, .ndjson, .csv, .tsv); --delimiter sets a CSV file's delimiter, whichever picked
@@ -83,7 +85,9 @@ enum WriteCommands {
         guard parsed.positional.count == 2 else { throw ToolFailure(.usage, "convert takes a store file and OUT.") }
         let source = try StoreLocation(parsed.positional[0])
         let target = try StoreLocation(parsed.positional[1])
-        guard source.url != target.url else { throw ToolFailure(.usage, "convert needs OUT to be another file.") }
+        guard !source.isOwnFile(target.url.path) else {
+            throw ToolFailure(.usage, "convert needs OUT to be another file.")
+        }
         guard !target.exists else {
             throw ToolFailure(.failed, "\(target.url.path) exists: remove it, or convert to another name.")
         }
@@ -166,6 +170,15 @@ enum WriteCommands {
         }
         guard FileManager.default.fileExists(atPath: file.path) else {
             throw ToolFailure(.unreadable, "\(file.path) does not exist.")
+        }
+        // Read before the store is opened: a file that cannot be read (a directory, no permission)
+        // is the input's failure (exit status 3), not the import's.
+        do {
+            let handle = try FileHandle(forReadingFrom: file)
+            defer { try? handle.close() }
+            _ = try handle.read(upToCount: 1)
+        } catch {
+            throw ToolFailure(.unreadable, "cannot read \(file.path): \(error.localizedDescription)")
         }
         let manager: ContextManager
         do {

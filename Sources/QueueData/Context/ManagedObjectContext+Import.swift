@@ -29,10 +29,14 @@ extension ManagedObjectContext {
     /// that keeps a persistent history records each batch as a transaction with this context's
     /// ``transactionAuthor``. Memory stays flat however large the file is.
     ///
-    /// - Important: An upsert replaces the whole object, not only the fields the file has:
-    ///   every attribute and relationship the record leaves out is reset to its default (the
-    ///   inserted object's values trump the stored ones). To update some fields and keep the
-    ///   others, include every field in the file, or fetch the objects and set the fields.
+    /// - Important: An upsert replaces every attribute of the object, not only the fields the
+    ///   file has: each attribute the record leaves out is reset to its default (the inserted
+    ///   object's values trump the stored ones). To update some attributes and keep the others,
+    ///   include every field in the file, or fetch the objects and set the fields.
+    ///   Relationships follow `mergePolicy` as any constraint conflict does: under the default
+    ///   ``MergePolicy/mergeByPropertyObjectTrump`` a to-many in the record is joined with the
+    ///   existing members (an import never removes a member; ``MergePolicy/overwrite`` replaces
+    ///   them), and a to-one the record leaves out or empty keeps the existing object's.
     ///
     /// - Parameters:
     ///   - url: The file.

@@ -168,6 +168,45 @@ struct ImportTests {
         #expect(stored == [#"LIS "" 120 true"#])
     }
 
+    /// An upsert's relationships follow the merge policy, as documented: under the default
+    /// object trump a to-many in the record is joined with the existing members, one the record
+    /// leaves out is kept; the attributes it leaves out are reset.
+    @Test func upsertJoinsToManyRelationships() async throws {
+        let directory = TemporaryDirectory("import-upsert-relationships")
+        let manager = journalManager(directory, model: uniquenessModel)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let porto = try context.performAndWait {
+            let country = context.insert(Country.self)
+            country.code = "PT"
+            country.population = 10
+            let lisboa = context.insert(City.self)
+            lisboa.name = "Lisboa"
+            lisboa.country = country
+            let porto = context.insert(City.self)
+            porto.name = "Porto"
+            try context.save()
+            return porto.objectID.uriRepresentation.absoluteString
+        }
+        func stored() throws -> String {
+            try context.performAndWait {
+                let countries = try context.fetch(FetchRequest<Country>())
+                return countries.map { country in
+                    "\(country.code) \(country.name) \(country.population) "
+                        + country.cities.map(\.name).sorted().joined(separator: ",")
+                }.joined(separator: ";")
+            }
+        }
+        let file = directory.file("countries.jsonl")
+        try Data(#"{"code": "PT", "name": "Portugal", "cities": ["\#(porto)"]}"#.utf8).write(to: file)
+        let first = try await context.importRecords(from: file, entityName: "Country")
+        #expect(first == ImportResult(recordCount: 1, insertedCount: 0, updatedCount: 1))
+        #expect(try stored() == "PT Portugal 0 Lisboa,Porto")
+        try Data(#"{"code": "PT", "name": "Portugal"}"#.utf8).write(to: file)
+        _ = try await context.importRecords(from: file, entityName: "Country")
+        #expect(try stored() == "PT Portugal 0 Lisboa,Porto")
+    }
+
     /// In CSV, an empty unquoted field is nil: refused for a required attribute that is not a
     /// string, as JSON's null is (not silently the default), naming the line and field; a
     /// required string reads it as the empty string.

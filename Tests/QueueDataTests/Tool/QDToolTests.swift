@@ -279,6 +279,79 @@ struct QDToolTests {
         }
     }
 
+    /// NaN is no number's equal and sorts as nil (as the library's attribute sorts order it); a
+    /// `Float` literal is read as a `Float`, as the attribute holds it.
+    @Test func whereAndSortOnNaNAndFloats() throws {
+        let directory = TemporaryDirectory("qd-nan")
+        let doubles: [Double] = [.nan, 3, 1, .nan, 4, 0, 2]
+        do {
+            let manager = journalManager(directory)
+            defer { manager.close() }
+            let context = try manager.createContext()
+            try context.performAndWait {
+                for (index, value) in doubles.enumerated() {
+                    let object = context.insert(AllTypes.self)
+                    object.double = value
+                    object.float = index == 2 ? 0.1 : Float(index)
+                    object.string = "s\(index)"
+                }
+                try context.save()
+            }
+        }
+        let store = directory.file("Store.journal").path
+        func strings(_ arguments: String...) throws -> [String] {
+            let output = try runProcess(
+                qdExecutablePath,
+                ["export", store, "--entity", "AllTypes", "--format", "jsonl", "--no-object-id"] + arguments)
+            #expect(output.status == 0, "\(arguments): \(output.standardError)")
+            return output.standardOutput.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["string"] as? String
+            }
+        }
+        #expect(try strings("--where", "double == 1") == ["s2"])
+        #expect(try strings("--where", "double <= 1") == ["s2", "s5"])
+        #expect(try strings("--where", "double >= 3") == ["s1", "s4"])
+        #expect(try strings("--where", "double != 1").count == doubles.count - 1)
+        #expect(try strings("--where", "not double < 100") == ["s0", "s3"])
+        // Sorted: NaN as nil (first ascending, last descending); ties in key order.
+        #expect(try strings("--sort", "double") == ["s0", "s3", "s5", "s2", "s6", "s1", "s4"])
+        #expect(try strings("--sort", "-double") == ["s4", "s1", "s6", "s2", "s5", "s0", "s3"])
+        #expect(try strings("--where", "float == 0.1") == ["s2"])
+        #expect(try strings("--where", "float > 0.1") == ["s1", "s3", "s4", "s5", "s6"])
+        #expect(try strings("--where", "float < 0.1") == ["s0"])
+    }
+
+    /// `-o` naming the store, under any name, or its lock file is refused: the store stays as it
+    /// was, and so does the lock file an app may hold.
+    @Test func exportNeverWritesTheStoreItReads() throws {
+        let directory = TemporaryDirectory("qd-export-self")
+        let url = try writeGraphStore("journal", directory)
+        let before = try Data(contentsOf: url)
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.file("link.journal").path, withDestinationPath: url.path)
+        try FileManager.default.linkItem(atPath: url.path, toPath: directory.file("hard.journal").path)
+        let lock = url.deletingPathExtension().appendingPathExtension("lock").path
+        if !FileManager.default.fileExists(atPath: lock) {
+            _ = FileManager.default.createFile(atPath: lock, contents: Data())
+        }
+        let lockBefore = try FileManager.default.attributesOfItem(atPath: lock)[.systemFileNumber] as? Int
+        let dotted = directory.url.appendingPathComponent(".").appendingPathComponent(url.lastPathComponent).path
+        for output in [
+            url.path, dotted, directory.file("link.journal").path, directory.file("hard.journal").path, lock,
+        ] {
+            let result = try qd("export", url.path, "--entity", "Explorer", "--format", "csv", "-o", output)
+            #expect(result.status == 2, "\(output): \(result.standardError)")
+            #expect(result.standardError.contains("the store's own file"), "\(output): \(result.standardError)")
+        }
+        #expect(try Data(contentsOf: url) == before)
+        #expect(try FileManager.default.attributesOfItem(atPath: lock)[.systemFileNumber] as? Int == lockBefore)
+        #expect(try qd("verify", url.path).status == 0)
+        // Another file is written as before.
+        let other = directory.file("explorers.csv").path
+        #expect(try qd("export", url.path, "--entity", "Explorer", "-o", other).status == 0)
+        #expect(FileManager.default.fileExists(atPath: other))
+    }
+
     @Test func unreadableFilesAndUsage() throws {
         let directory = TemporaryDirectory("qd-usage")
         try directory.write(Array("not a store".utf8), to: "Junk.journal")
@@ -286,6 +359,13 @@ struct QDToolTests {
         #expect(try qd("verify", directory.file("Missing.json").path).status == 3)
         #expect(try qd("inspect", directory.file("x.txt").path).status == 2)
         #expect(try qd("frobnicate").status == 2)
+        // An input that cannot be read (a directory) is exit status 3, as a missing one is.
+        let store = try writeGraphStore("journal", directory)
+        try FileManager.default.createDirectory(at: directory.file("in.jsonl"), withIntermediateDirectories: true)
+        let unreadable = try qd("import", store.path, "--entity", "Explorer", directory.file("in.jsonl").path)
+        #expect(unreadable.status == 3, "\(unreadable.standardError)")
+        #expect(unreadable.standardError.contains("cannot read"), "\(unreadable.standardError)")
+        #expect(try qd("import", store.path, "--entity", "Explorer", directory.file("none.jsonl").path).status == 3)
         #expect(try qd().status == 2)
         let help = try qd("--help")
         #expect(help.status == 0)
