@@ -143,8 +143,8 @@ public struct Attribute<Value: Codable> {
         // in registers across that call, instead of saving it on the stack around it. (The same
         // for a get saved little, and made the optimizer retain a string it returns.)
         @inline(__always) get {
+            object._checkConfined()
             let attribute = object[keyPath: storageKeyPath]
-            object._confinement.check(object._subjectDescription)
             if Value.self is any _StoredInRow.Type {
                 return _load(object._row + Int(attribute.offset))
             }

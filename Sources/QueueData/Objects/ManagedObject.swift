@@ -79,8 +79,8 @@ open class ManagedObject: Hashable {
 
     /// What the context knows about the object.
     final var _state: ObjectState {
-        get { ObjectState(rawValue: _stateBits & ~ObjectState._ownsRow) }
-        set { _stateBits = newValue.rawValue | (_stateBits & ObjectState._ownsRow) }
+        get { ObjectState(rawValue: _stateBits & ~ObjectState._notStates) }
+        set { _stateBits = ObjectState._withWritableInPlace(newValue.rawValue | (_stateBits & ObjectState._ownsRow)) }
     }
 
     /// The fields of the committed row this context last saw, if any.
@@ -140,7 +140,7 @@ open class ManagedObject: Hashable {
         // their rows): copy the columns.
         layout.initializeRow(storage, copying: _row, byteCount: layout.rowSize)
         _row = UnsafeRawPointer(storage)
-        _stateBits |= ObjectState._ownsRow
+        _stateBits = ObjectState._withWritableInPlace(_stateBits | ObjectState._ownsRow)
     }
 
     /// Frees the row the object owns, if it owns one.
@@ -149,7 +149,7 @@ open class ManagedObject: Hashable {
             let storage = UnsafeMutableRawPointer(mutating: _row)
             entity.rowLayout.destroyObjectRow(storage)
             storage.deallocate()
-            _stateBits &= ~ObjectState._ownsRow
+            _stateBits = ObjectState._withWritableInPlace(_stateBits & ~ObjectState._ownsRow)
         }
     }
 
@@ -228,14 +228,14 @@ open class ManagedObject: Hashable {
             self._committedIndex = UInt16(truncatingIfNeeded: parameters.pointee.committedIndex)
             if parameters.pointee.sharesCommittedRow {
                 // A committed row, with no transient attributes: shared, not copied.
-                self._stateBits = state.rawValue
+                self._stateBits = ObjectState._withWritableInPlace(state.rawValue)
                 self._row = committedFields
                 return
             }
         }
         let layout = parameters.pointee.entity.rowLayout
         let storage = UnsafeMutableRawPointer.allocate(byteCount: Swift.max(layout.objectRowSize, 8), alignment: 8)
-        self._stateBits = state.rawValue | ObjectState._ownsRow
+        self._stateBits = ObjectState._withWritableInPlace(state.rawValue | ObjectState._ownsRow)
         self._row = UnsafeRawPointer(storage)
         layout.initializeRow(storage, copying: layout.defaults, byteCount: layout.objectRowSize)
         if let values = parameters.pointee.values {
@@ -518,6 +518,32 @@ open class ManagedObject: Hashable {
 
     // MARK: Internals used by the attribute accessors
 
+    /// Checks that the caller runs where the object's context admits it; traps otherwise. The
+    /// attribute getters' check: inside the context's own blocks a thread-local comparison,
+    /// inline; elsewhere one call that takes only the object, so that a loop of gets keeps
+    /// its values in registers across it (the confinement's own `check` keeps the
+    /// confinement and the subject's inputs alive across its slow path, spilling a loop's
+    /// values to the stack).
+    @inlinable @inline(__always)
+    final func _checkConfined() {
+        if !_confinement._isMarkedCurrent() && !Self._isConfinedOffMark(self) {
+            _trapOffQueue()
+        }
+    }
+
+    /// The slow path of ``_checkConfined()``. `@_effects(readonly)`, as the confinement's slow
+    /// path: its result is always used, so the call is never removed.
+    @usableFromInline @inline(never) @_effects(readonly)
+    static func _isConfinedOffMark(_ object: ManagedObject) -> Bool {
+        object._confinement._isConfinedSlowPath()
+    }
+
+    /// Traps, naming the object and why it is not usable here.
+    @usableFromInline @inline(never)
+    final func _trapOffQueue() -> Never {
+        _confinement._trapNotConfined(_subjectDescription)
+    }
+
     /// What trap messages call this object.
     @usableFromInline
     final var _subjectDescription: String {
@@ -599,11 +625,12 @@ open class ManagedObject: Hashable {
     /// context last processed its pending changes (it is inserted or updated, and listed for the
     /// next ``ManagedObjectContext/processPendingChanges()``), or it is being constructed; and
     /// it is neither deleted nor detached; and it owns its row.
+    ///
+    /// One bit test: `_stateBits` keeps the answer (`ObjectState._writableInPlace`), updated
+    /// wherever the state or the row's ownership changes.
     @inlinable
     final var _canChangeWithoutRegistering: Bool {
-        let bits = _stateBits
-        return bits & ObjectState._freelyWritableMask != 0
-            && bits & (ObjectState._blockedMask | ObjectState._ownsRow) == ObjectState._ownsRow
+        _stateBits & ObjectState._writableInPlace != 0
     }
 
     /// Registers the first change of a committed object with its context, and refuses
@@ -685,6 +712,22 @@ struct ObjectState: OptionSet, Sendable {
     /// (it does not share a committed row).
     @usableFromInline
     static let _ownsRow: UInt16 = 1 << 15
+    /// Not a state: the bit of `ManagedObject._stateBits` that says a change needs no
+    /// bookkeeping and may be written in place (a freely writable state, not blocked, and the
+    /// object owns its row): what an attribute setter's fast path tests, derived from the other
+    /// bits by ``_withWritableInPlace(_:)`` whenever they change.
+    @usableFromInline
+    static let _writableInPlace: UInt16 = 1 << 14
+    /// The bits of `ManagedObject._stateBits` that are not states.
+    static let _notStates: UInt16 = _ownsRow | _writableInPlace
+
+    /// `bits` (states and `_ownsRow`) with `_writableInPlace` set to what they say.
+    @inline(__always)
+    static func _withWritableInPlace(_ bits: UInt16) -> UInt16 {
+        let bits = bits & ~_writableInPlace
+        let writable = bits & _freelyWritableMask != 0 && bits & (_blockedMask | _ownsRow) == _ownsRow
+        return writable ? bits | _writableInPlace : bits
+    }
 
     /// Inserted and not saved.
     static let inserted = ObjectState(rawValue: 1 << 0)

@@ -136,6 +136,13 @@ struct SharedRowTests {
                         if pending[index][row] == nil {
                             #expect(!object.hasChanges, "seed \(seed), round \(round): row \(row) changed")
                         }
+                        // The setters' one-bit test agrees with the state it is derived from.
+                        let bits = object._stateBits
+                        #expect(
+                            object._canChangeWithoutRegistering
+                                == (bits & ObjectState._freelyWritableMask != 0
+                                    && bits & (ObjectState._blockedMask | ObjectState._ownsRow) == ObjectState._ownsRow),
+                            "seed \(seed), round \(round): row \(row), state bits \(bits)")
                     }
                 }
             }
