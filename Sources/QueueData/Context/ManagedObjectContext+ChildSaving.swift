@@ -169,6 +169,7 @@ extension ManagedObjectContext {
                 if object._state.contains(.deleted) {
                     // The child's version wins over the parent's pending deletion.
                     object._state.remove(.deleted)
+                    pendingListsMayRepeat = true
                     if !object._state.contains(.updated) {
                         object._state.insert(.updated)
                         pendingUpdates.append(object)

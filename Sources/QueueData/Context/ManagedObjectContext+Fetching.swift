@@ -245,6 +245,7 @@ extension ManagedObjectContext {
         guard first.ascending ? nilRows == 0 : nilRows == 0 || index.ordered.count >= count else { return nil }
         // The objects whose value may not be the index's.
         let pending = request.includesPendingChanges
+        removeRepeatedPendingEntries()
         let unsettled = pending ? unsettledObjects(of: entityIndex, in: snapshot) : [:]
         let inserts =
             pending
@@ -529,6 +530,7 @@ extension ManagedObjectContext {
             guard scan.keepGoing else { return }
         }
         guard request.includesPendingChanges else { return }
+        removeRepeatedPendingEntries()
         let entitySet = Set(entityIndexes)
         for object in pendingInserts where Self.isPendingInsert(object) {
             guard let entityIndex = object._objectID.key.entityIndex, entitySet.contains(entityIndex) else { continue }
@@ -621,6 +623,7 @@ extension ManagedObjectContext {
         let snapshots = try coordinator.sync { try coordinator.snapshots(of: entityIndexes) }
         var count = snapshots.reduce(0) { $0 + $1.liveCount }
         if request.includesPendingChanges {
+            removeRepeatedPendingEntries()
             let entitySet = Set(entityIndexes)
             for object in pendingInserts where Self.isPendingInsert(object) {
                 if entitySet.contains(object._objectID.key.entityIndex!) {

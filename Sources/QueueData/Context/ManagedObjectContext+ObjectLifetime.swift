@@ -113,6 +113,37 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Leaves in ``pendingInserts`` and ``pendingDeletes`` only the objects still pending, each
+    /// once (in the order they were first listed), when an undo, a redo or a child's save may
+    /// have listed one twice; notes the objects taken out that stay registered as release
+    /// candidates.
+    func removeRepeatedPendingEntries() {
+        guard pendingListsMayRepeat else { return }
+        pendingListsMayRepeat = false
+        var dropped: [(entityIndex: Int, key: Int64)] = []
+        func pendingOnce(_ objects: [ManagedObject], _ isPending: (ManagedObject) -> Bool) -> [ManagedObject] {
+            var kept: [ManagedObject] = []
+            kept.reserveCapacity(objects.count)
+            for object in objects {
+                if isPending(object) && !object._state.contains(.listed) {
+                    object._state.insert(.listed)
+                    kept.append(object)
+                } else if !object._state.contains(.detached), let entityIndex = object._objectID.key.entityIndex {
+                    dropped.append((entityIndex, object._objectID.rawValue))
+                }
+            }
+            for object in kept {
+                object._state.remove(.listed)
+            }
+            return kept
+        }
+        pendingInserts = pendingOnce(pendingInserts, Self.isPendingInsert)
+        pendingDeletes = pendingOnce(pendingDeletes, Self.isPendingDelete)
+        for (entityIndex, key) in dropped {
+            noteReleaseCandidate(entityIndex: entityIndex, key: key)
+        }
+    }
+
     /// Takes out of ``pendingUpdates`` the objects that no longer have any unsaved change (refreshed
     /// without merging their changes, or made current by a merge), whose entries would hold them
     /// registered until the next save or rollback; notes them as release candidates.

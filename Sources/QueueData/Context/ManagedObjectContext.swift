@@ -110,6 +110,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// rollback (a refresh, a merge, an undo): the end of the block then drops such entries, which
     /// would hold their objects (see `dropSettledPendingUpdates()`).
     var pendingUpdatesMaySettle = false
+    /// Whether an entry of ``pendingInserts`` or ``pendingDeletes`` may be pending again while
+    /// still listed (an undo or redo that brought an object back or removed it again, a child's
+    /// save that won over a pending deletion): a later append may then list it twice. Fetches
+    /// and counts, which read the lists entry by entry, first call
+    /// `removeRepeatedPendingEntries()`.
+    var pendingListsMayRepeat = false
     /// How many objects the registry kept at the last check of every object.
     var objectsKeptAtLastFullCheck = 0
 

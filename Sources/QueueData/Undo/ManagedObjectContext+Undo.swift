@@ -69,6 +69,7 @@ extension ManagedObjectContext {
     /// to be written back by the next save).
     func bringBackForUndo(_ object: ManagedObject) {
         let state = object._state
+        pendingListsMayRepeat = true
         if !state.contains(.detached) {
             object._state.remove(.deleted)
             if state.contains(.updated) {
@@ -93,6 +94,7 @@ extension ManagedObjectContext {
         if state.contains(.detached) || state.contains(.deleted) {
             return false
         }
+        pendingListsMayRepeat = true
         if state.contains(.inserted) {
             unregister(object)
             object._state = ObjectState([.deleted, .detached, .noted]).union(state.intersection(.insertedInEvent))
