@@ -117,6 +117,10 @@ final class StoreCoordinator: @unchecked Sendable {
             } else {
                 self.tables = try Self.loadTables(contents, model: model)
                 self.uniquenessIndexes = try Self.uniquenessIndexes(of: tables, model: model)
+                // Accepted: a built-in file store lets go of the originals earlier migrations
+                // kept (an open refused above keeps them, to roll back by hand).
+                (store as? JournalStore)?.lifecycle.contentsAccepted()
+                (store as? JSONFileStore)?.lifecycle.contentsAccepted()
             }
         } catch var error as StoreError {
             store.close()

@@ -36,10 +36,13 @@ struct AttributeConversion: Sendable {
     ) throws(ConversionProblem) -> AttributeConversion? {
         let typeChanged = old.type != new.type
         let becameRequired = old.isOptional && !new.isOptional
-        guard typeChanged || becameRequired else { return nil }
+        // A transform runs whenever the stored type or optionality differs (becoming optional
+        // included); without one, values carry over unless they may not fit.
+        guard typeChanged || old.isOptional != new.isOptional else { return nil }
         if let transform {
             return AttributeConversion(kind: .transform(transform), nullReplacement: nil, target: new)
         }
+        guard typeChanged || becameRequired else { return nil }
         let kind: Kind
         if typeChanged {
             guard let inferred = inferredKind(from: old.type, to: new.type) else {

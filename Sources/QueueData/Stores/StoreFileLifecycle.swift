@@ -27,6 +27,10 @@ final class StoreFileLifecycle {
     private(set) var failure: StoreError?
     /// Whether the store holds another model's rows: commits are refused until it is migrated.
     private(set) var awaitsMigration = false
+    /// Whether the open found the store at the model's version: the originals earlier
+    /// migrations kept go once the coordinator has accepted the contents
+    /// (``contentsAccepted()``), not before — an open it refuses keeps them.
+    private var backupsMayGo = false
     /// Whether the store does not exist yet and was opened from a seed of another model, which
     /// a migration installs as the store and a refusal leaves behind untouched.
     private(set) var seedAwaitingMigration = false
@@ -125,11 +129,7 @@ final class StoreFileLifecycle {
             throw error
         }
         awaitsMigration = contents.metadata.versionHash != model.versionHash
-        if !awaitsMigration {
-            // The originals earlier migrations kept have served their purpose; failing to
-            // remove one is not worth failing the open.
-            try? files.removeMigrationBackups()
-        }
+        backupsMayGo = !awaitsMigration
         return contents
     }
 
@@ -246,6 +246,15 @@ final class StoreFileLifecycle {
             throw fail(error, doing)
         }
         awaitsMigration = false
+    }
+
+    /// Called once the coordinator has loaded what the open returned: the originals earlier
+    /// migrations kept have served their purpose. Failing to remove one is not worth failing
+    /// the open.
+    func contentsAccepted() {
+        guard backupsMayGo else { return }
+        backupsMayGo = false
+        try? files.removeMigrationBackups()
     }
 
     // MARK: Closing

@@ -608,6 +608,67 @@ struct MigrationTests {
             ])
     }
 
+    @Test("a transform also runs when an attribute only becomes optional")
+    func transformOnBecomingOptional() throws {
+        final class OptionalThing: ManagedObject {
+            override class var entityName: String { "Thing" }
+            @Attribute(transform: { value in
+                guard case .string(let text) = value, !text.isEmpty else { return nil }
+                return text.uppercased()
+            })
+            var value: String? = nil
+        }
+        let old = try thingModel([AttributeDescription(name: "value", type: .string)])
+        let store = try store(old, [["value": .string("x")], ["value": .string("")]])
+        #expect(
+            try rowsByKey(inMemoryManager(store, ManagedObjectModel([OptionalThing.self])), "Thing") == [
+                1: ["value": .string("X")], 2: ["value": .null],
+            ])
+    }
+
+    @Test(
+        "an open refused after the model's version matched keeps the original an earlier migration kept",
+        arguments: ["json", "journal"])
+    func refusedOpenKeepsTheOriginal(fileExtension: String) throws {
+        let directory = TemporaryDirectory("migrate-refused-\(fileExtension)")
+        func open(_ model: ManagedObjectModel) -> ContextManager {
+            fileExtension == "json" ? jsonManager(directory, model: model) : journalManager(directory, model: model)
+        }
+        let version1 = try thingModel([AttributeDescription(name: "name", type: .string)])
+        let attributes = [
+            AttributeDescription(name: "name", type: .string),
+            AttributeDescription(name: "count", type: .integer64, defaultValue: .integer(0)),
+        ]
+        let version2 = try thingModel(attributes)
+        // Uniqueness is not part of the version: the same version, refused for the duplicates.
+        let version2Unique = try ManagedObjectModel(entities: [
+            EntityDescription(name: "Thing", attributes: attributes, uniquenessConstraints: [["name"]])
+        ])
+        #expect(version2.versionHash == version2Unique.versionHash)
+        let writer = open(version1)
+        let context = try writer.createContext()
+        try context.performAndWait {
+            context.insert(entityName: "Thing").setValue(.string("a"), forKey: "name")
+            context.insert(entityName: "Thing").setValue(.string("a"), forKey: "name")
+            try context.save()
+        }
+        writer.close()
+        let migrating = open(version2)
+        try migrating.loadPersistentStore()
+        migrating.close()
+        let backup = "Store.\(fileExtension).pre-migration-\(version1.versionHash.prefix(12))"
+        let original = try directory.bytes(of: backup)
+        let store = try directory.bytes(of: "Store.\(fileExtension)")
+        #expect(throws: StoreError.self) { try open(version2Unique).loadPersistentStore() }
+        #expect(try directory.bytes(of: backup) == original, "the refused open removed the original")
+        #expect(try directory.bytes(of: "Store.\(fileExtension)") == store)
+        // An open the coordinator accepts lets it go.
+        let accepted = open(version2)
+        try accepted.loadPersistentStore()
+        accepted.close()
+        #expect(!directory.contents.contains(backup))
+    }
+
     @Test("a transform that throws fails the migration, naming the row and the value, and nothing is written")
     func transformThrows() throws {
         let old = ManagedObjectModel([ScoreV1.self])
