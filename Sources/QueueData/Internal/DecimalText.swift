@@ -4,7 +4,9 @@ extension Decimal {
     /// A decimal from the whole of `text`, as stores and imports spell it: an optional sign,
     /// digits with at most one point, an optional exponent with digits, or `NaN` (what
     /// `Decimal.nan.description` writes). `nil` for anything else — Foundation's parser stops at
-    /// the first character it does not read (`12abc` would be 12), and reads `NaN` as nothing.
+    /// the first character it does not read (`12abc` would be 12), and reads `NaN` as nothing —
+    /// and for a number with more significant digits than a `Decimal` holds (38), which
+    /// Foundation's parser would round silently.
     init?(exactText text: String) {
         if text == "NaN" {
             self = .nan
@@ -41,8 +43,21 @@ extension Decimal {
             index = bytes.index(after: index)
         }
         guard digits > 0, !seenExponent || exponentDigits > 0,
-            let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+            let value = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")),
+            Self.significantDigits(of: text) == Self.significantDigits(of: value.description)
         else { return nil }
         self = value
+    }
+
+    /// The significant digits of a number spelled as `init?(exactText:)` reads it (or as
+    /// `description` writes it): the digits before any exponent, without the point, leading and
+    /// trailing zeros.
+    private static func significantDigits(of text: String) -> [UInt8] {
+        let mantissa = text.utf8.prefix { $0 != UInt8(ascii: "e") && $0 != UInt8(ascii: "E") }
+        let digits = mantissa.filter { $0 >= 0x30 && $0 <= 0x39 }
+        guard let first = digits.firstIndex(where: { $0 != 0x30 }),
+            let last = digits.lastIndex(where: { $0 != 0x30 })
+        else { return [] }
+        return Array(digits[first...last])
     }
 }

@@ -106,6 +106,40 @@ struct HostileFileTests {
 
     // MARK: Duplicate keys
 
+    @Test(
+        "a newer version's document, or another format's, is refused as unsupported whatever members it has",
+        arguments: [
+            (#""version": 1"#, #""version": 9, "newThing": {"a": [1, 2]}"#),
+            (#""version": 1"#, #""version": 4, "format2": true"#),
+            (#""name": "entry 1""#, #""name": "entry 1", "newColumn": 7"#),
+        ])
+    func newerVersionsAndOtherFormats(original: String, replacement: String) throws {
+        let directory = TemporaryDirectory("hostile-newer")
+        let valid = try jsonDocument(directory)
+        #expect(valid.contains(original))
+        var edited = valid.replacingOccurrences(of: original, with: replacement)
+        if !replacement.hasPrefix(#""version""#) {
+            edited = edited.replacingOccurrences(of: #""version": 1"#, with: #""version": 5"#)
+        }
+        let newer = try refusal(of: Array(edited.utf8), as: "Store.json", in: directory, code: .unsupportedFormat) {
+            jsonManager(directory, model: entryModel)
+        }
+        #expect(newer?.message.contains("newer") == true, "\(String(describing: newer))")
+        for foreign in [
+            #"{"format": "Something.Else", "version": 1, "data": []}"#, #"{"name": "x", "items": [1, 2]}"#,
+            #"{"rows": {"Entry": [{"id": 1, "bogus": 2}]}, "format": "Other"}"#,
+        ] {
+            try refusal(of: Array(foreign.utf8), as: "Store.json", in: directory, code: .unsupportedFormat) {
+                jsonManager(directory, model: entryModel)
+            }
+        }
+        // Damage in a document of this format and version stays damage.
+        let damaged = valid.replacingOccurrences(of: #""name": "entry 1""#, with: #""name": "entry 1", "bogus": 7"#)
+        try refusal(of: Array(damaged.utf8), as: "Store.json", in: directory, code: .corrupted) {
+            jsonManager(directory, model: entryModel)
+        }
+    }
+
     @Test("a valid store with \"rows\": {} appended opens refused, and its 30 rows stay on disk")
     func appendedEmptyRows() throws {
         let directory = TemporaryDirectory("hostile-rows")
@@ -481,7 +515,12 @@ struct DecimalStoreTests {
 
     @Test(
         "decimal text that is not a whole number is refused with its place, not read in part",
-        arguments: ["12abc", "1e", " 1", "nan", "1.2.3", ""])
+        arguments: [
+            "12abc", "1e", " 1", "nan", "1.2.3", "",
+            // More significant digits than a Decimal holds: Foundation would round them.
+            "1234567890123456789012345678901234567890123", String(repeating: "9", count: 60),
+            "0.1234567890123456789012345678901234567891",
+        ])
     func partialText(text: String) throws {
         let directory = TemporaryDirectory("decimal-text")
         let writer = jsonManager(directory, model: Self.model)

@@ -27,15 +27,52 @@ enum JSONDocumentReader {
     }
 
     static func read(_ bytes: UnsafeRawBufferPointer) throws(Problem) -> Document {
+        let problem: Problem
         do {
             return try readDocument(bytes)
-        } catch let problem as Problem {
-            throw problem
+        } catch let error as Problem {
+            problem = error
         } catch let failure as JSONScanner.Failure {
-            throw .malformed(failure.message, offset: failure.offset)
+            problem = .malformed(failure.message, offset: failure.offset)
         } catch {
-            throw .malformed("\(error)", offset: 0)
+            problem = .malformed("\(error)", offset: 0)
         }
+        // Damage found before the format and version were checked may be a member or a value
+        // another format, or a newer version of this one, has: those are refused as such.
+        if case .malformed = problem, let declared = declaredFormat(bytes) {
+            if declared.format != JSONDocumentWriter.formatName {
+                throw .notAStoreDocument(
+                    declared.format.map { "its format is '\($0)'" }
+                        ?? "it has no \"format\": \"\(JSONDocumentWriter.formatName)\"")
+            }
+            if let version = declared.version, version > JSONDocumentWriter.formatVersion {
+                throw .newerVersion(Int(version))
+            }
+        }
+        throw problem
+    }
+
+    /// The `format` and `version` members of the document's top-level object, read without
+    /// reading anything else (every other value skipped as JSON); `nil` when the bytes are not a
+    /// JSON object.
+    private static func declaredFormat(_ bytes: UnsafeRawBufferPointer) -> (format: String?, version: Int64?)? {
+        var scanner = JSONScanner(bytes)
+        scanner.skipWhitespace()
+        var format: String?
+        var version: Int64?
+        do {
+            guard !scanner.isAtEnd, try scanner.peek() == UInt8(ascii: "{") else { return nil }
+            try scanner.forEachMember { scanner, key in
+                switch key {
+                case "format": format = try? scanner.string()
+                case "version": version = try? scanner.integer()
+                default: _ = try scanner.skipValue()
+                }
+            }
+        } catch {
+            // What was read before the damage is what the document declares.
+        }
+        return (format, version)
     }
 
     private static func readDocument(_ bytes: UnsafeRawBufferPointer) throws -> Document {
