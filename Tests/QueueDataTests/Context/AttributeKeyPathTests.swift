@@ -48,7 +48,8 @@ struct AttributeKeyPathTests {
         return (manager, context)
     }
 
-    @Test("a computed property is read through its getter on every object, even one that first gave an attribute's value")
+    @Test(
+        "a computed property is read through its getter on every object, even one that first gave an attribute's value")
     func computedPropertiesReadEveryTime() throws {
         let (manager, context) = try seeded("keypath-computed")
         defer { manager.close() }
@@ -76,7 +77,8 @@ struct AttributeKeyPathTests {
         var random = SeededGenerator(seed: seed)
         try context.performAndWait {
             for index in 0..<200 {
-                let gadget = Bool.random(using: &random) ? context.insert(KeyPathPhone.self) : context.insert(KeyPathGadget.self)
+                let gadget =
+                    Bool.random(using: &random) ? context.insert(KeyPathPhone.self) : context.insert(KeyPathGadget.self)
                 gadget.rating = Int.random(in: 0..<50, using: &random)
                 gadget.label = "l\(Int.random(in: 0..<1000, using: &random))-\(index)"
                 if let phone = gadget as? KeyPathPhone {
@@ -103,7 +105,8 @@ struct AttributeKeyPathTests {
                 }
                 #expect(fetched.map(\.objectID) == expected.map(\.objectID), "seed \(seed), round \(round)")
                 let phones = try context.fetch(
-                    FetchRequest<KeyPathPhone>(predicate: #Predicate { $0.rating > bound }, sortBy: [SortDescriptor(\.label)]))
+                    FetchRequest<KeyPathPhone>(
+                        predicate: #Predicate { $0.rating > bound }, sortBy: [SortDescriptor(\.label)]))
                 let expectedPhones = all.compactMap { $0 as? KeyPathPhone }.filter { $0.rating > bound }.sorted {
                     $0.label < $1.label
                 }
