@@ -136,6 +136,13 @@ final class QueueConfinement: @unchecked Sendable {
     /// check around the call. Its result is always used, so the call is never removed.
     @usableFromInline @_effects(readonly)
     func _isConfinedSlowPath() -> Bool {
+        isConfinedOffMark()
+    }
+
+    /// The body of ``_isConfinedSlowPath()``, inlined into it and into the attribute getters'
+    /// slow path (`ManagedObject._isConfinedOffMark`), which then make no second call.
+    @inline(__always)
+    func isConfinedOffMark() -> Bool {
         guard isValid else { return false }
         let address = queueAddress.value.load(ordering: .relaxed)
         if address != 0, UInt(bitPattern: qd_current_dispatch_queue()) == address {

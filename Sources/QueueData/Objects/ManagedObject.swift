@@ -526,16 +526,9 @@ open class ManagedObject: Hashable {
     /// values to the stack).
     @inlinable @inline(__always)
     final func _checkConfined() {
-        if !_confinement._isMarkedCurrent() && !Self._isConfinedOffMark(self) {
+        if !_confinement._isMarkedCurrent() && !_isConfinedOffMark(self) {
             _trapOffQueue()
         }
-    }
-
-    /// The slow path of ``_checkConfined()``. `@_effects(readonly)`, as the confinement's slow
-    /// path: its result is always used, so the call is never removed.
-    @usableFromInline @inline(never) @_effects(readonly)
-    static func _isConfinedOffMark(_ object: ManagedObject) -> Bool {
-        object._confinement._isConfinedSlowPath()
     }
 
     /// Traps, naming the object and why it is not usable here.
@@ -887,4 +880,13 @@ extension ManagedObject {
         object._state.remove(.constructing)
         return object
     }
+}
+
+/// The slow path of ``ManagedObject/_checkConfined()``: the confinement's slow path, for the
+/// object's confinement. A function, not a static method: a call from another module passes no
+/// metatype (whose accessor it called first). `@_effects(readonly)`, as the confinement's slow
+/// path: its result is always used, so the call is never removed.
+@usableFromInline @inline(never) @_effects(readonly)
+func _isConfinedOffMark(_ object: ManagedObject) -> Bool {
+    object._confinement.isConfinedOffMark()
 }
