@@ -133,6 +133,14 @@ struct HostileFileTests {
                 jsonManager(directory, model: entryModel)
             }
         }
+        // A document whose rows were cut out is damaged, not an empty store.
+        let rowsMember = valid.range(of: "\"rows\"")!.lowerBound
+        let lastComma = valid[..<rowsMember].lastIndex(of: ",")!
+        let withoutRows = valid[..<lastComma] + "\n}\n"
+        let missing = try refusal(of: Array(withoutRows.utf8), as: "Store.json", in: directory) {
+            jsonManager(directory, model: entryModel)
+        }
+        #expect(missing?.message.contains("no rows") == true, "\(String(describing: missing))")
         // Damage in a document of this format and version stays damage.
         let damaged = valid.replacingOccurrences(of: #""name": "entry 1""#, with: #""name": "entry 1", "bogus": 7"#)
         try refusal(of: Array(damaged.utf8), as: "Store.json", in: directory, code: .corrupted) {

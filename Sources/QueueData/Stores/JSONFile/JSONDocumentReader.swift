@@ -129,6 +129,9 @@ enum JSONDocumentReader {
         guard version <= JSONDocumentWriter.formatVersion else { throw Problem.newerVersion(Int(version)) }
         guard let metadata else { throw Problem.malformed("the document has no metadata", offset: 0) }
         guard let schema else { throw Problem.malformed("the document has no schema", offset: 0) }
+        // Required, as the other members: a document whose rows were cut out by hand is damaged,
+        // not an empty store (the next save would write it so).
+        guard rowsParsed || rowsRange != nil else { throw Problem.malformed("the document has no rows", offset: 0) }
         if version < 3, schema.contains(where: { !$0.uniquenessConstraints.isEmpty || $0.superentityName != nil }) {
             throw Problem.malformed(
                 "the schema records superentities or uniqueness constraints, which need format version 3 "
