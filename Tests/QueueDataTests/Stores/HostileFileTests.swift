@@ -133,6 +133,11 @@ struct HostileFileTests {
                 jsonManager(directory, model: entryModel)
             }
         }
+        // A byte order mark an editor added is named.
+        let marked = try refusal(
+            of: [0xEF, 0xBB, 0xBF] + Array(valid.utf8), as: "Store.json", in: directory, code: .unsupportedFormat
+        ) { jsonManager(directory, model: entryModel) }
+        #expect(marked?.message.contains("byte order mark") == true, "\(String(describing: marked))")
         // A document whose rows were cut out is damaged, not an empty store.
         let rowsMember = valid.range(of: "\"rows\"")!.lowerBound
         let lastComma = valid[..<rowsMember].lastIndex(of: ",")!

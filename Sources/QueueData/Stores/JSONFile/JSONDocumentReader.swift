@@ -80,6 +80,11 @@ enum JSONDocumentReader {
         scanner.skipWhitespace()
         guard !scanner.isAtEnd else { throw Problem.malformed("the file is empty", offset: 0) }
         guard try scanner.peek() == UInt8(ascii: "{") else {
+            if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+                throw Problem.notAStoreDocument(
+                    "the file starts with a byte order mark (EF BB BF), which a JSON store never has: an editor "
+                        + "added it; save the file as UTF-8 without one")
+            }
             throw Problem.notAStoreDocument("the file is not a JSON object")
         }
         var format: String?
