@@ -640,7 +640,11 @@ extension ManagedObject {
         if !byOwnSave, let previous, let undoManager = _confinement.context?.undoManagerValue {
             undoManager.didMerge(self, previous: previous.values, values: row.values, version: row.version)
         }
-        if _state.contains(.updated), let committed = _committedFields, layout.isSameRow(_row, committed, count: count)
+        // Unchanged once its columns hold the committed values, unless a transient attribute
+        // still holds a change (which no save or merge touches: only a save or a rollback settles
+        // it, as in Core Data).
+        if _state.contains(.updated), let committed = _committedFields, layout.isSameRow(_row, committed, count: count),
+            _transientsHoldDefaults
         {
             _state.remove(.updated)
             _confinement.context?.pendingUpdatesMaySettle = true

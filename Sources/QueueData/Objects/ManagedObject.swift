@@ -310,6 +310,20 @@ open class ManagedObject: Hashable {
     }
 
     /// Puts every transient attribute back to its default, without registering a change.
+    /// Whether every transient attribute holds its default. Transient values are never saved,
+    /// so an object whose columns hold their committed values still has an unsaved change if
+    /// one of them does not (as near as the object can tell: one set back to its default, or
+    /// left changed since a save, counts as what it holds).
+    final var _transientsHoldDefaults: Bool {
+        let count = entity.columnCount
+        guard entity.objectSlotCount > count else { return true }
+        for (offset, value) in entity.transientDefaults.enumerated()
+        where !StoredValue.isSame(_value(at: count + offset), value) {
+            return false
+        }
+        return true
+    }
+
     final func _resetTransientAttributes() {
         let count = entity.columnCount
         guard entity.objectSlotCount > count else { return }

@@ -112,6 +112,40 @@ struct TransientAttributeTests {
         }
     }
 
+    @Test("a transient-only change stays a change through a refresh with merging and a merge: until a save or rollback")
+    func transientChangeOutlivesMerges() throws {
+        let manager = ContextManager(delegate: TestStoreDelegate(model: pinModel))
+        defer { manager.close() }
+        let context = try makeContext(manager, "transient-merge")
+        let other = try makeContext(manager, "transient-merge-other")
+        try context.performAndWait {
+            let pin = context.insert(Pin.self)
+            try context.save()
+            pin.isSelected = true
+            context.refresh(pin, mergeChanges: true)
+            #expect(pin.isSelected && pin.isUpdated && pin.hasChanges && context.hasChanges)
+            context.rollback()
+            #expect(!pin.isSelected && !context.hasChanges)
+        }
+        // Not held by the caller: the context holds it while its change is unsaved, through a merge.
+        let id = try context.performAndWait {
+            let pin = context.insert(Pin.self)
+            try context.save()
+            return pin.objectID
+        }
+        context.performAndWait { (context.object(with: id) as! Pin).draft = "unsaved" }
+        try other.performAndWait {
+            (other.object(with: id) as! Pin).rating = 1
+            try other.save()
+        }
+        flush(context)
+        context.performAndWait {
+            let pin = context.object(with: id) as! Pin
+            #expect(pin.draft == "unsaved" && pin.rating == 1)
+            #expect(pin.isUpdated && context.updatedObjects.contains(pin))
+        }
+    }
+
     @Test("refresh without merging and rollback put the default back; refresh with merging keeps the value")
     func refreshAndRollback() throws {
         let manager = ContextManager(delegate: TestStoreDelegate(model: pinModel))
