@@ -13,6 +13,7 @@ extension ManagedObjectContext {
         inserts: [ManagedObject],
         updates: [ManagedObject],
         savedUpdates: [ManagedObject],
+        unchangedUpdates: [ManagedObject],
         deletes: [ManagedObject]
     ) throws {
         // A deleted object's relationships as the child left them (a deletion's own changes
@@ -43,6 +44,9 @@ extension ManagedObjectContext {
         }
         clearPendingChanges()
         for object in inserts + savedUpdates + deletes {
+            object.didSave()
+        }
+        for object in unchangedUpdates where !object._state.contains(.detached) {
             object.didSave()
         }
         adoptPermanentKeys(adopted)

@@ -126,8 +126,14 @@ extension ManagedObjectContext {
                     row: RowReference(block: block, index: block.count - 1)))
         }
         var savedUpdates: [ManagedObject] = []
+        // Updated objects whose values are back to their committed ones: nothing to write, but
+        // they had `willSave()`, so they get `didSave()` too (Core Data pairs the two).
+        var unchangedUpdates: [ManagedObject] = []
         for object in updates {
-            guard let committed = object._committedFields else { continue }
+            guard let committed = object._committedFields else {
+                unchangedUpdates.append(object)
+                continue
+            }
             let layout = object.entity.rowLayout
             var slots: [Int] = []
             var values: [StoredValue] = []
@@ -135,7 +141,10 @@ extension ManagedObjectContext {
                 slots.append(slot)
                 values.append(object._value(at: slot))
             }
-            guard !slots.isEmpty, let snapshot = object._snapshot else { continue }
+            guard !slots.isEmpty, let snapshot = object._snapshot else {
+                unchangedUpdates.append(object)
+                continue
+            }
             savedUpdates.append(object)
             request.updates.append(
                 SaveRequest.Update(
@@ -156,13 +165,17 @@ extension ManagedObjectContext {
                 object._state.remove(.updated)
             }
             clearPendingChanges()
+            for object in unchangedUpdates where !object._state.contains(.detached) {
+                object.didSave()
+            }
             return
         }
 
         if parent != nil {
             // A child's save goes to its parent, not to the store.
             try pushToParent(
-                request, inserts: inserts, updates: updates, savedUpdates: savedUpdates + restoring, deletes: deletes)
+                request, inserts: inserts, updates: updates, savedUpdates: savedUpdates + restoring,
+                unchangedUpdates: unchangedUpdates, deletes: deletes)
             return
         }
         let coordinator = self.coordinator
@@ -265,6 +278,7 @@ extension ManagedObjectContext {
         }
         saved += restoring.filter { !$0._state.contains(.detached) }
         saved += savedUpdates
+        saved += unchangedUpdates.filter { !$0._state.contains(.detached) }
         saved += deletes
         // What the commit changed beyond the context's own changes (an upsert's target, the
         // other side of a repaired relationship), and the upserted inserts that left.

@@ -470,8 +470,10 @@ open class ManagedObject: Hashable {
     open func willSave() {}
 
     /// Called after a successful `save()`, on the context's queue, for each object the save
-    /// wrote — inserted (now with its permanent ID), updated or deleted (no longer in its
-    /// context) — before ``ManagedObjectContext/didSaveNotification`` is posted; call `super`.
+    /// called ``willSave()`` on — inserted (now with its permanent ID), updated or deleted (no
+    /// longer in its context) — before ``ManagedObjectContext/didSaveNotification`` is posted;
+    /// call `super`. An updated object whose values were set back to its saved ones (or whose
+    /// only change was a transient attribute) gets it too, though the save wrote nothing for it.
     /// Changes made here are not part of the save that just happened: they make the context
     /// dirty again.
     open func didSave() {}

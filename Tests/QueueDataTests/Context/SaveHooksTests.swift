@@ -173,7 +173,7 @@ struct SaveHooksTests {
         manager.close()
     }
 
-    @Test("a save with nothing to save posts neither notification and calls no hook")
+    @Test("nothing to save: no notification, no hook; changes set back: willSave and didSave, no did-save")
     func nothingToSave() throws {
         let directory = TemporaryDirectory("hooks-nothing")
         let (manager, context) = try context(.memory, directory)
@@ -195,8 +195,36 @@ struct SaveHooksTests {
             invoice.number = ""  // set back: a change that is no change
             try context.save()
         }
-        #expect(hookLog.withLock { $0 }.filter { $0.hasPrefix("didSave") }.isEmpty)
+        #expect(
+            hookLog.withLock { $0 }.filter { $0.hasPrefix("willSave") || $0.hasPrefix("didSave") } == [
+                "willSave ", "didSave  permanent",
+            ], "the empty save calls no hook; the set-back save calls both, once")
         #expect(posted.withLock { $0 } == 1, "only the will-save of the save whose changes were set back")
+        manager.close()
+    }
+
+    @Test("every object that had willSave gets didSave, one whose values were set back too", arguments: [false, true])
+    func didSavePairsWillSave(inChild: Bool) throws {
+        let directory = TemporaryDirectory("hooks-pairs")
+        let (manager, root) = try context(.memory, directory)
+        try root.performAndWait {
+            root.insert(Invoice.self).number = "A"
+            root.insert(Invoice.self).number = "B"
+            try root.save()
+        }
+        let context = inChild ? root.performAndWait { root.newChildContext() } : root
+        try context.performAndWait {
+            let invoices = try context.fetch(FetchRequest<Invoice>(sortBy: [SortDescriptor(\.number)]))
+            hookLog.withLock { $0.removeAll() }
+            invoices[0].number = "A2"
+            invoices[1].number = "x"
+            invoices[1].number = "B"  // set back: nothing to write for it
+            try context.save()
+            #expect(!context.hasChanges)
+        }
+        let entries = hookLog.withLock { $0 }
+        #expect(entries.filter { $0.hasPrefix("willSave") }.sorted() == ["willSave A2", "willSave B"])
+        #expect(entries.filter { $0.hasPrefix("didSave") }.sorted() == ["didSave A2 permanent", "didSave B permanent"])
         manager.close()
     }
 
