@@ -19,7 +19,9 @@
 // the top 10 by that code, descending, each followed by a reset), save-one (N one-object durable
 // saves on a journal store of 10,000 records: its "per row" is per save), save-one-coded and
 // save-one-unique (N one-object saves on an in-memory store of STORE records with an indexed or
-// a unique code, STORE the third argument; `-age` forms change an attribute that is not indexed).
+// a unique code, STORE the third argument; `-age` forms change an attribute that is not indexed),
+// graph-seed and graph-link (N children of a model with a relationship inserted and saved,
+// unlinked or each with one of N / 10 parents).
 
 import Foundation
 import QueueData
@@ -39,6 +41,26 @@ final class Coded: ManagedObject {
 final class UniqueCoded: ManagedObject {
     @Attribute(.unique) var code: String = ""
     @Attribute var age: Int = 0
+}
+
+/// A parent and a child with the benchmark record's attributes, related both ways: a model
+/// whose saves translate temporary keys and keep inverses (the `graph-` workloads).
+final class GraphParent: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "parent", deleteRule: .cascade) var children: Set<GraphChild>
+}
+
+final class GraphChild: ManagedObject {
+    @Attribute var name: String = ""
+    @Attribute var age: Int = 0
+    @Attribute var score: Double = 0
+    @Relationship(inverse: "children") var parent: GraphParent?
+}
+
+struct GraphStore: ContextManagerDelegate {
+    var managedObjectModel: ManagedObjectModel { ManagedObjectModel([GraphParent.self, GraphChild.self]) }
+    var persistentStoreName: String { "Graph" }
+    var persistentStoreType: StoreType { .inMemory }
 }
 
 struct CodedStore: ContextManagerDelegate {
@@ -213,6 +235,30 @@ case "save-one-coded", "save-one-coded-age", "save-one-unique", "save-one-unique
             UniqueCoded.self, delegate: UniqueCodedStore(), count: count, storeSize: storeSize,
             changingCode: changingCode, code: \.code, age: \.age)
     }
+case "graph-seed", "graph-link":
+    // N children inserted and saved in one save into an in-memory store of the graph model:
+    // unlinked (`graph-seed`), or each given one of N / 10 parents (`graph-link`, the parents'
+    // inserts included in the cost).
+    let manager = ContextManager(delegate: GraphStore())
+    let context = try manager.createContext()
+    try context.performAndWait {
+        var parent: GraphParent?
+        for index in 0..<count {
+            let child = context.insert(GraphChild.self)
+            child.name = code(index)
+            child.age = index % 100
+            child.score = Double(index)
+            if workload == "graph-link" {
+                if index % 10 == 0 {
+                    parent = context.insert(GraphParent.self)
+                    parent!.name = code(index)
+                }
+                child.parent = parent
+            }
+        }
+        try context.save()
+    }
+    manager.close()
 case "journal":
     let target = directory.appendingPathComponent("qd-profile-\(ProcessInfo.processInfo.processIdentifier)")
     defer { try? FileManager.default.removeItem(at: target) }

@@ -11,6 +11,18 @@ extension ManagedObjectContext {
         return objects(entityIndex: link(of: object, column: column).destinationIndex, keys: keys)
     }
 
+    /// The object `object`'s to-one relationship at `column` points to (loaded if it is not
+    /// registered yet), or `nil`.
+    func relatedObject(of object: ManagedObject, column: Int) -> ManagedObject? {
+        guard case .integer(let key) = object._value(at: column) else { return nil }
+        let entityIndex = link(of: object, column: column).destinationIndex
+        // Registered: what `objects(entityIndex:keys:)` returns, without its arrays.
+        if let registered = registry[entityIndex][key] {
+            return registered
+        }
+        return objects(entityIndex: entityIndex, keys: [key]).first
+    }
+
     /// The context's objects of one entity for `keys`, in order, loading the missing ones
     /// from the coordinator in one step; keys whose rows are gone are left out.
     func objects(entityIndex: Int, keys: [Int64]) -> [ManagedObject] {
@@ -46,22 +58,7 @@ extension ManagedObjectContext {
         var newKeys: [Int64] = []
         var seen = Set<Int64>()
         for target in targets {
-            guard target._confinement === confinement else {
-                fatalError(
-                    "QueueData: \(source.entity.name).\(relationship.name) was set to an object of another context "
-                        + "('\(target._confinement.contextName)'). Get this context's instance with "
-                        + "object(with: objectID) first.")
-            }
-            guard target._objectID.key.entityIndex == link.destinationIndex else {
-                fatalError(
-                    "QueueData: \(source.entity.name).\(relationship.name) takes \(relationship.destinationEntityName) "
-                        + "objects, not \(target.entity.name) objects.")
-            }
-            guard !target._state.contains(.detached) else {
-                fatalError(
-                    "QueueData: \(source.entity.name).\(relationship.name) was set to a "
-                        + "\(target.entity.name) object that is no longer in its context. Fetch it again.")
-            }
+            checkTarget(target, of: source, link: link)
             if seen.insert(target._objectID.rawValue).inserted {
                 newKeys.append(target._objectID.rawValue)
             }
@@ -83,23 +80,83 @@ extension ManagedObjectContext {
         let byKey = Dictionary(targets.map { ($0._objectID.rawValue, $0) }, uniquingKeysWith: { first, _ in first })
         for key in newKeys where !oldSet.contains(key) {
             guard let target = byKey[key] else { continue }
-            if link.inverse.isToMany {
-                addKey(sourceKey, to: target, column: link.inverseColumn, relationship: link.inverse)
-            } else {
-                let previous = RelationshipKeys.decode(target._value(at: link.inverseColumn)).first
-                if let previous, previous != sourceKey {
-                    let sourceIndex = source._objectID.key.entityIndex!
-                    for owner in objects(entityIndex: sourceIndex, keys: [previous]) {
-                        removeKey(key, from: owner, column: column, relationship: relationship)
-                    }
-                }
-                if previous != sourceKey {
-                    target._updateInverse(at: link.inverseColumn) { value in
-                        value = .integer(sourceKey)
-                        return true
-                    }
-                }
+            pointBack(target, to: source, column: column, link: link)
+        }
+    }
+
+    /// Points `source`'s to-one relationship at `column` to `target` (or to nothing), and keeps
+    /// the inverses in step, as `setRelationship(of:column:to:)` does, with no sets or arrays.
+    func setToOneRelationship(of source: ManagedObject, column: Int, to target: ManagedObject?) {
+        let link = self.link(of: source, column: column)
+        guard !link.relationship.isToMany else {
+            setRelationship(of: source, column: column, to: target.map { [$0] } ?? [])
+            return
+        }
+        if let target {
+            checkTarget(target, of: source, link: link)
+        }
+        let oldKey: Int64?
+        if case .integer(let key) = source._value(at: column) {
+            oldKey = key
+        } else {
+            oldKey = nil
+        }
+        let newKey = target?._objectID.rawValue
+        guard oldKey != newKey else { return }
+        source._setValue(newKey.map { .integer($0) } ?? .null, at: column)
+        // The object that left stops pointing back; the one that joined points back.
+        if let oldKey {
+            for object in objects(entityIndex: link.destinationIndex, keys: [oldKey]) {
+                removeKey(
+                    source._objectID.rawValue, from: object, column: link.inverseColumn, relationship: link.inverse)
             }
+        }
+        if let target {
+            pointBack(target, to: source, column: column, link: link)
+        }
+    }
+
+    /// Traps unless `target` can be related to `source` through `link`: of this context, of
+    /// the destination entity, and still in the context.
+    private func checkTarget(_ target: ManagedObject, of source: ManagedObject, link: RelationshipLink) {
+        let relationship = link.relationship
+        guard target._confinement === confinement else {
+            fatalError(
+                "QueueData: \(source.entity.name).\(relationship.name) was set to an object of another context "
+                    + "('\(target._confinement.contextName)'). Get this context's instance with "
+                    + "object(with: objectID) first.")
+        }
+        guard target._objectID.key.entityIndex == link.destinationIndex else {
+            fatalError(
+                "QueueData: \(source.entity.name).\(relationship.name) takes \(relationship.destinationEntityName) "
+                    + "objects, not \(target.entity.name) objects.")
+        }
+        guard !target._state.contains(.detached) else {
+            fatalError(
+                "QueueData: \(source.entity.name).\(relationship.name) was set to a "
+                    + "\(target.entity.name) object that is no longer in its context. Fetch it again.")
+        }
+    }
+
+    /// Makes `target`, which just joined `source`'s relationship at `column`, point back at
+    /// `source` through the inverse; a to-one inverse leaves its previous owner first.
+    private func pointBack(_ target: ManagedObject, to source: ManagedObject, column: Int, link: RelationshipLink) {
+        let sourceKey = source._objectID.rawValue
+        if link.inverse.isToMany {
+            addKey(sourceKey, to: target, column: link.inverseColumn, relationship: link.inverse)
+            return
+        }
+        let previous = RelationshipKeys.decode(target._value(at: link.inverseColumn)).first
+        guard previous != sourceKey else { return }
+        if let previous {
+            let sourceIndex = source._objectID.key.entityIndex!
+            for owner in objects(entityIndex: sourceIndex, keys: [previous]) {
+                removeKey(target._objectID.rawValue, from: owner, column: column, relationship: link.relationship)
+            }
+        }
+        target._updateInverse(at: link.inverseColumn) { value in
+            value = .integer(sourceKey)
+            return true
         }
     }
 

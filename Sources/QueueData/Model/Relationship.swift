@@ -67,20 +67,34 @@ public struct Relationship<Value: RelationshipValue> {
     }
 
     /// Reads and writes the relationship in the enclosing object's row.
+    ///
+    /// Inlined, so that the storage key path folds into a load of `slot` (a key path
+    /// projection costs hundreds of instructions); a to-one relationship is read and set as one
+    /// object, with no array made for it.
+    @inlinable
     public static subscript<EnclosingSelf: ManagedObject>(
         _enclosingInstance object: EnclosingSelf,
         wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
         storage storageKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Relationship<Value>>
     ) -> Value {
-        get {
-            object._confinement.check(object._subjectDescription)
-            let column = object.entity.attributes.count + Int(object[keyPath: storageKeyPath].slot)
-            return Value(_relatedObjects: object._relatedObjects(column: column).map { $0 as! Value.Destination })
+        @inline(__always) get {
+            object._checkConfined()
+            let slot = Int(object[keyPath: storageKeyPath].slot)
+            if !Value._isToMany {
+                return Value(
+                    _relatedObject: object._relatedObject(relationshipSlot: slot).map { $0 as! Value.Destination })
+            }
+            return Value(
+                _relatedObjects: object._relatedObjects(relationshipSlot: slot).map { $0 as! Value.Destination })
         }
-        set {
-            object._confinement.check(object._subjectDescription)
-            let column = object.entity.attributes.count + Int(object[keyPath: storageKeyPath].slot)
-            object._setRelatedObjects(newValue._relatedObjects, column: column)
+        @inline(__always) set {
+            object._checkConfined()
+            let slot = Int(object[keyPath: storageKeyPath].slot)
+            if !Value._isToMany {
+                object._setRelatedObject(newValue._relatedObject, relationshipSlot: slot)
+            } else {
+                object._setRelatedObjects(newValue._relatedObjects, relationshipSlot: slot)
+            }
         }
     }
 }

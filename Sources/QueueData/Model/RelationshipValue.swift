@@ -14,6 +14,22 @@ public protocol RelationshipValue {
     init(_relatedObjects objects: [Destination])
     /// The related objects, in order.
     var _relatedObjects: [Destination] { get }
+    /// The value for one related object or none (read by to-one forms without an array).
+    init(_relatedObject object: Destination?)
+    /// The related object of a to-one form (the first of a to-many one).
+    var _relatedObject: Destination? { get }
+}
+
+extension RelationshipValue {
+    /// The value for `object` alone, or for none.
+    @inlinable
+    public init(_relatedObject object: Destination?) {
+        self.init(_relatedObjects: object.map { [$0] } ?? [])
+    }
+
+    /// The first related object.
+    @inlinable
+    public var _relatedObject: Destination? { _relatedObjects.first }
 }
 
 extension Optional: RelationshipValue where Wrapped: ManagedObject {
@@ -27,6 +43,12 @@ extension Optional: RelationshipValue where Wrapped: ManagedObject {
     public init(_relatedObjects objects: [Wrapped]) { self = objects.first }
     /// The object, if any.
     public var _relatedObjects: [Wrapped] { map { [$0] } ?? [] }
+    /// `object`.
+    @inlinable
+    public init(_relatedObject object: Wrapped?) { self = object }
+    /// The object, if any.
+    @inlinable
+    public var _relatedObject: Wrapped? { self }
 }
 
 extension Set: RelationshipValue where Element: ManagedObject {

@@ -17,6 +17,40 @@ extension ManagedObject {
         context.setRelationship(of: self, column: column, to: objects)
     }
 
+    /// The object of the to-one relationship declared `slot`th (the ``Relationship`` wrapper's
+    /// read).
+    @usableFromInline
+    final func _relatedObject(relationshipSlot slot: Int) -> ManagedObject? {
+        guard let context = _confinement.context else {
+            _confinement._trapNotConfined(_subjectDescription)
+        }
+        return context.relatedObject(of: self, column: entity.attributes.count + slot)
+    }
+
+    /// The objects of the to-many relationship declared `slot`th, in order (the ``Relationship``
+    /// wrapper's read).
+    @usableFromInline
+    final func _relatedObjects(relationshipSlot slot: Int) -> [ManagedObject] {
+        _relatedObjects(column: entity.attributes.count + slot)
+    }
+
+    /// Points the to-one relationship declared `slot`th to `object` (the ``Relationship``
+    /// wrapper's write).
+    @usableFromInline
+    final func _setRelatedObject(_ object: ManagedObject?, relationshipSlot slot: Int) {
+        guard let context = _confinement.context else {
+            _confinement._trapNotConfined(_subjectDescription)
+        }
+        context.setToOneRelationship(of: self, column: entity.attributes.count + slot, to: object)
+    }
+
+    /// Points the to-many relationship declared `slot`th to `objects` (the ``Relationship``
+    /// wrapper's write).
+    @usableFromInline
+    final func _setRelatedObjects(_ objects: [ManagedObject], relationshipSlot slot: Int) {
+        _setRelatedObjects(objects, column: entity.attributes.count + slot)
+    }
+
     /// The objects of the relationship named `key`, in order (for a to-one: none or one).
     ///
     /// Works for every entity, including those described without a subclass. Traps if the
