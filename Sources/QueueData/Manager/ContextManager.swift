@@ -200,7 +200,9 @@ public final class ContextManager: @unchecked Sendable {
     /// The manager then loads the new store (at the next context, or
     /// ``loadPersistentStore()``), until its ``delegate`` is set again: make the delegate
     /// describe the new store for the next launch — the one-line swap of
-    /// ``ContextManagerDelegate/persistentStoreType``.
+    /// ``ContextManagerDelegate/persistentStoreType``. For ``StoreType/inMemory`` the rows (and
+    /// the history) go into one ``InMemoryStore``, which the manager loads again after a
+    /// ``close()`` while it uses the converted store; it lasts as long as the process.
     ///
     /// - Parameters:
     ///   - type: The new store's type (``StoreType/journal``, ``StoreType/jsonFile``, or a
@@ -229,6 +231,12 @@ public final class ContextManager: @unchecked Sendable {
             destination.seedStoreURL = nil
             // Everything checkable is checked before closing: a refused call leaves every
             // context working.
+            // An in-memory destination is one store, filled here and loaded from then on (a
+            // new `InMemoryStore` for each load would be empty).
+            var type = type
+            if case .inMemory = type.kind {
+                type = StoreType(kind: .inMemoryStore(InMemoryStore()))
+            }
             try StoreConversion.checkDestination(type, configuration: destination)
             let state = try coordinator.sync { try coordinator.durableState() }
             closeLocked()

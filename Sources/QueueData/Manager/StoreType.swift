@@ -7,6 +7,9 @@ public struct StoreType: Sendable, CustomStringConvertible {
         case journal
         case jsonFile
         case inMemory
+        /// One in-memory store, loaded again and again: where
+        /// ``ContextManager/migratePersistentStore(to:directory:name:)`` put the rows.
+        case inMemoryStore(InMemoryStore)
         case custom(@Sendable (StoreConfiguration) throws -> any PersistentStore)
     }
 
@@ -45,6 +48,8 @@ public struct StoreType: Sendable, CustomStringConvertible {
                 directory: configuration.directory, name: configuration.name, seedStoreURL: configuration.seedStoreURL)
         case .inMemory:
             return InMemoryStore()
+        case .inMemoryStore(let store):
+            return store
         case .custom(let makeStore):
             return try makeStore(configuration)
         }
@@ -55,7 +60,7 @@ public struct StoreType: Sendable, CustomStringConvertible {
         switch kind {
         case .journal: return "journal"
         case .jsonFile: return "jsonFile"
-        case .inMemory: return "inMemory"
+        case .inMemory, .inMemoryStore: return "inMemory"
         case .custom: return "custom"
         }
     }

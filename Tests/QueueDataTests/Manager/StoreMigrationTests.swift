@@ -86,6 +86,36 @@ struct StoreMigrationTests {
         #expect(try graphText(swapped).count == before.count)
     }
 
+    @Test(
+        "to .inMemory: the rows and IDs move into memory, take saves, and stay across a close",
+        arguments: ["journal", "json"])
+    func convertsToMemory(from source: String) throws {
+        let directory = TemporaryDirectory("convert-memory")
+        let manager = ContextManager(
+            delegate: ConversionDelegate(
+                model: graphModel, type: source == "json" ? .jsonFile : .journal, directory: directory.url))
+        defer { manager.close() }
+        let ids = try seedGraph(manager)
+        let before = try graphText(manager)
+        let original = try directory.bytes(of: "Travel.\(source)")
+
+        #expect(try manager.migratePersistentStore(to: .inMemory) == nil)
+        #expect(try graphText(manager) == before, "the rows are in the in-memory store")
+        let context = try manager.createContext()
+        try context.performAndWait {
+            let ada = try context.existingObject(with: ids[0], as: Explorer.self)
+            #expect(ada.passport?.number == "P-1")
+            ada.name = "Ada L."
+            try context.save()
+        }
+        manager.close()
+        // Reloaded while the manager uses the converted store: the same store, with the save.
+        let reader = try manager.createContext()
+        let name = try reader.performAndWait { try reader.existingObject(with: ids[0], as: Explorer.self).name }
+        #expect(name == "Ada L.")
+        #expect(try directory.bytes(of: "Travel.\(source)") == original, "the original is untouched")
+    }
+
     @Test func refusesAnExistingDestinationAndChangesNothing() throws {
         let directory = TemporaryDirectory("convert-exists")
         let manager = ContextManager(
