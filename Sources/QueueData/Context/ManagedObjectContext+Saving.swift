@@ -590,6 +590,12 @@ extension ManagedObjectContext {
             let committed = objects(entityIndex: link.destinationIndex, keys: committedKeys)
             affected += current + committed
             setRelationship(of: object, column: slot, to: committed)
+            if link.inverse.isOrdered {
+                // Back where they were committed: the setter put the returning objects' key last.
+                for target in committed where !currentKeys.contains(target._objectID.rawValue) {
+                    restoreCommittedPosition(of: key, in: target, column: link.inverseColumn, link.inverse)
+                }
+            }
             guard !link.inverse.isToMany else { continue }
             for target in current where !committedKeys.contains(target._objectID.rawValue) {
                 guard let targetCommitted = target._committedFields,
@@ -603,6 +609,12 @@ extension ManagedObjectContext {
                     entityIndex: self.link(of: target, column: link.inverseColumn).destinationIndex, keys: [owner])
                 affected += owners
                 setRelationship(of: target, column: link.inverseColumn, to: owners)
+                if link.relationship.isOrdered {
+                    for owner in owners {
+                        restoreCommittedPosition(
+                            of: target._objectID.rawValue, in: owner, column: slot, link.relationship)
+                    }
+                }
             }
         }
         for other in affected where other !== object && other._state.contains(.updated) {
@@ -612,6 +624,29 @@ extension ManagedObjectContext {
                 other._state.remove(.updated)
                 pendingUpdatesMaySettle = true
             }
+        }
+    }
+
+    /// Moves `key`, which a revert just added back (last) to `owner`'s ordered relationship at
+    /// `column`, to where `owner`'s committed value has it: before the first object that
+    /// follows it there and is still held (last when none is).
+    private func restoreCommittedPosition(
+        of key: Int64, in owner: ManagedObject, column: Int, _ relationship: RelationshipDescription
+    ) {
+        guard let committedFields = owner._committedFields else { return }
+        let committed = RelationshipKeys.decode(owner.entity.rowLayout.value(committedFields, slot: column))
+        guard let position = committed.firstIndex(of: key) else { return }
+        var keys = RelationshipKeys.decode(owner._value(at: column))
+        guard let current = keys.firstIndex(of: key) else { return }
+        keys.remove(at: current)
+        let held = Set(keys)
+        let next = committed[(position + 1)...].first { held.contains($0) }
+        keys.insert(key, at: next.flatMap { keys.firstIndex(of: $0) } ?? keys.endIndex)
+        let value = RelationshipKeys.encode(keys, for: relationship)
+        owner._updateInverse(at: column) { stored in
+            guard !StoredValue.isSame(stored, value) else { return false }
+            stored = value
+            return true
         }
     }
 }

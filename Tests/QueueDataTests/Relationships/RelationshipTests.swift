@@ -8,6 +8,37 @@ struct RelationshipTests {
     // MARK: Model
 
     @Test(
+        "refresh without merging changes puts an object moved out of an ordered relationship back at its committed place",
+        arguments: ["to-one", "to-many"])
+    func refreshRestoresOrderedPlace(side: String) throws {
+        let manager = graphManager("memory", TemporaryDirectory("refresh-ordered-\(side)"))
+        defer { manager.close() }
+        let context = try makeRetainingContext(manager, "refresh-ordered-\(side)")
+        try context.performAndWait {
+            let first = context.insert(Expedition.self)
+            let second = context.insert(Expedition.self)
+            let points = ["a", "b", "c"].map { name in
+                let point = context.insert(Waypoint.self)
+                point.name = name
+                return point
+            }
+            first.waypoints = points
+            try context.save()
+            switch side {
+            case "to-one":
+                points[1].expedition = second
+                context.refresh(points[1], mergeChanges: false)
+            default:
+                second.waypoints = [points[1]]
+                context.refresh(second, mergeChanges: false)
+            }
+            #expect(first.waypoints.map(\.name) == ["a", "b", "c"])
+            #expect(second.waypoints.isEmpty)
+            #expect(!context.hasChanges, "left updated: \(context.updatedObjects.count)")
+        }
+    }
+
+    @Test(
         "refresh without merging changes takes a relationship change back on both sides: nothing is left to save, and the store keeps the committed graph",
         arguments: ["to-one", "to-many", "one-to-one"])
     func refreshRevertsInverses(side: String) throws {
