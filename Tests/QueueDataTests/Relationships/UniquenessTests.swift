@@ -619,3 +619,56 @@ final class ChangeRecorder: @unchecked Sendable {
         observer.map(NotificationCenter.default.removeObserver)
     }
 }
+
+/// A one-to-one relationship whose one side is unique.
+final class IDCard: ManagedObject {
+    @Attribute(.unique) var number: String = ""
+    @Attribute var note: String = ""
+    @Relationship(inverse: "card") var holder: CardHolder?
+}
+
+final class CardHolder: ManagedObject {
+    @Attribute var name: String = ""
+    @Relationship(inverse: "holder") var card: IDCard?
+}
+
+@Suite("Uniqueness constraints on a one-to-one relationship")
+struct OneToOneUpsertTests {
+    @Test(
+        "an upsert whose new object holds a one-to-one leaves both sides consistent under every upserting policy",
+        arguments: 0..<4)
+    func oneToOneUpsert(_ policyIndex: Int) throws {
+        let (policy, insertedWins) = UniquenessTests.upsertingPolicies[policyIndex]
+        let manager = ContextManager(
+            delegate: TestStoreDelegate(model: ManagedObjectModel([IDCard.self, CardHolder.self])))
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try context.performAndWait {
+            let card = context.insert(IDCard.self)
+            card.number = "1"
+            card.note = "old"
+            let first = context.insert(CardHolder.self)
+            first.name = "first"
+            card.holder = first
+            try context.save()
+            context.mergePolicy = policy
+            let duplicate = context.insert(IDCard.self)
+            duplicate.number = "1"
+            duplicate.note = "new"
+            let second = context.insert(CardHolder.self)
+            second.name = "second"
+            duplicate.holder = second
+            try context.save()
+            // The relationship other objects hold to the new card moves to the existing one.
+            #expect(card.holder === second && second.card === card && first.card == nil, "under \(policy)")
+        }
+        let reader = try manager.createContext()
+        try reader.performAndWait {
+            let cards = try reader.fetch(FetchRequest<IDCard>())
+            #expect(cards.map(\.note) == [insertedWins ? "new" : "old"], "under \(policy)")
+            #expect(cards.first?.holder?.name == "second" && cards.first?.holder?.card === cards.first)
+            let holders = try reader.fetch(FetchRequest<CardHolder>(sortBy: [SortDescriptor(\.name)]))
+            #expect(holders.map { $0.card?.number ?? "-" } == ["-", "1"], "under \(policy)")
+        }
+    }
+}
