@@ -56,6 +56,9 @@ extension ManagedObjectContext {
     private enum ChildWrite {
         case write(entityIndex: Int, key: Int64, values: [StoredValue])
         case delete(entityIndex: Int, key: Int64, values: [StoredValue]?)
+        /// An object the child brought back (an undone deletion) whose row this context's own
+        /// save deleted since: inserted again under its key, for the next save to write back.
+        case restore(SaveRequest.Restore)
     }
 
     /// Takes a child's save as this context's own unsaved changes (on this context's queue).
@@ -122,7 +125,11 @@ extension ManagedObjectContext {
                 object: update.objectValues)
         }
         for restore in request.restores {
-            writes.append(.write(entityIndex: restore.entityIndex, key: restore.primaryKey, values: restore.values))
+            if liveObject(entityIndex: restore.entityIndex, key: translated(restore.primaryKey)) == nil {
+                writes.append(.restore(restore))
+            } else {
+                writes.append(.write(entityIndex: restore.entityIndex, key: restore.primaryKey, values: restore.values))
+            }
         }
         for (delete, values) in zip(request.deletes, deletedValues) {
             consider(
@@ -197,6 +204,20 @@ extension ManagedObjectContext {
                     }
                 }
                 delete(object)
+            case .restore(let restore):
+                let entity = model.entities[restore.entityIndex]
+                let key = translated(restore.primaryKey)
+                let object = ManagedObject._make(
+                    entity: entity, confinement: confinement,
+                    objectID: ObjectID(key: coordinator.entityKeys[restore.entityIndex], rawValue: key),
+                    values: translatedRelationships(restore.values, entity: entity))
+                object._setSnapshot(
+                    translatedRelationships(restore.snapshot, entity: entity), version: restore.baseVersion)
+                object._state = [.inserted, .noted, .insertedInEvent]
+                registry[restore.entityIndex][key] = object
+                pendingInserts.append(object)
+                changedSinceProcessing.append(object)
+                undoManagerValue?.recordInsertion(object)
             }
         }
     }

@@ -123,6 +123,30 @@ struct ChildContextTests {
         #expect(try childNames(parent) == ["a"])
     }
 
+    @Test("a child's undone deletion reaches the parent after the parent saved the deletion")
+    func childUndoesDeletionTheParentSaved() throws {
+        let manager = makeManager()
+        let parent = try makeContext(manager, "parent")
+        let ids = try seedDestinations(parent, ["a", "b"])
+        let child = parent.performAndWait { parent.newChildContext() }
+        child.performAndWait { child.undoManager = UndoManager() }
+        try child.performAndWait { () throws -> Void in child.delete(try child.existingObject(with: ids[0])) }
+        try child.performAndWait { try child.save() }
+        try parent.performAndWait { try parent.save() }
+        #expect(try childStoredNames(manager) == ["b"])
+        try child.performAndWait {
+            child.undo()
+            try child.save()
+        }
+        try parent.performAndWait {
+            // The object is the parent's to save again, under its ID.
+            let a = try parent.existingObject(with: ids[0], as: Destination.self)
+            #expect(a.isInserted && a.name == "a" && a.objectID == ids[0])
+            try parent.save()
+        }
+        #expect(try childStoredNames(manager) == ["a", "b"])
+    }
+
     @Test("on the journal store, what a child pushed and its parent saved is there after reopening")
     func durableAfterParentSave() throws {
         let directory = TemporaryDirectory("child-journal")
