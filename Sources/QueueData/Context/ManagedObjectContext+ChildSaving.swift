@@ -87,6 +87,12 @@ extension ManagedObjectContext {
             let snapshot = translatedRelationships(snapshot, entity: entity)
             let object = object.map { translatedRelationships($0, entity: entity) }
             let current = currentValues(entityIndex: entityIndex, key: key)
+            // A deletion leaves this context's own links made since the child read the object
+            // in place, for this context's delete rules to reach them.
+            let deleted = deleted.map {
+                mergedRelationships(
+                    translatedRelationships($0, entity: entity), snapshot: snapshot, current: current, entity: entity)
+            }
             let unchanged =
                 current.map { current in
                     !current.indices.contains { !StoredValue.isSame(current[$0], snapshot[$0]) }
@@ -232,6 +238,38 @@ extension ManagedObjectContext {
             guard let target = registry[link.destinationIndex][key], Self.isPendingDelete(target) else { continue }
             removeKey(object._objectID.rawValue, from: target, column: link.inverseColumn, relationship: link.inverse)
         }
+    }
+
+    /// The relationships of an object the child deleted, as `deleted` has them, with the
+    /// child's changes since it read them (`snapshot`) applied over this context's `current`
+    /// ones: an object this context linked to it since stays linked (the child never saw it,
+    /// and this context's delete rules must still reach it).
+    private func mergedRelationships(
+        _ deleted: [StoredValue],
+        snapshot: [StoredValue],
+        current: [StoredValue]?,
+        entity: EntityDescription
+    ) -> [StoredValue] {
+        guard let current else { return deleted }
+        var merged = deleted
+        for (offset, relationship) in entity.relationships.enumerated() {
+            let slot = entity.attributes.count + offset
+            guard !StoredValue.isSame(current[slot], snapshot[slot]) else { continue }
+            guard !StoredValue.isSame(deleted[slot], snapshot[slot]) else {
+                merged[slot] = current[slot]
+                continue
+            }
+            guard relationship.isToMany else { continue }
+            let before = RelationshipKeys.decode(snapshot[slot])
+            let after = RelationshipKeys.decode(deleted[slot])
+            let removed = Set(before).subtracting(after)
+            var keys = RelationshipKeys.decode(current[slot]).filter { !removed.contains($0) }
+            for key in after where !before.contains(key) && !keys.contains(key) {
+                keys.append(key)
+            }
+            merged[slot] = RelationshipKeys.encode(keys, for: relationship)
+        }
+        return merged
     }
 
     /// The key this context knows an object by: a temporary key it has since saved maps to

@@ -87,6 +87,38 @@ struct ChildContextMergeTests {
         }
     }
 
+    @Test(
+        "the child deletes a sketch the parent gave a layer since: the parent's cascade takes that layer too",
+        arguments: [false, true])
+    func childDeletionKeepsParentsNewLinks(_ parentUndoes: Bool) throws {
+        let manager = LifecycleStore.memory.manager(TemporaryDirectory("child-delete-links"), model: undoModel)
+        let parent = try makeContext(manager, "parent").retainingRegisteredObjects()
+        let (_, sketchID) = try UndoTests.seed(parent)
+        if parentUndoes {
+            parent.performAndWait { parent.undoManager = UndoManager() }
+        }
+        let child = parent.performAndWait { parent.newChildContext() }.retainingRegisteredObjects()
+        try child.performAndWait { () throws -> Void in
+            #expect(try child.existingObject(with: sketchID, as: Sketch.self).layers.count == 2)
+        }
+        parent.performAndWait {
+            let layer = parent.insert(Layer.self)
+            layer.uid = "new"
+            (parent.object(with: sketchID) as! Sketch).layers.append(layer)
+        }
+        try child.performAndWait {
+            child.mergePolicy = .mergeByPropertyObjectTrump
+            child.delete(try child.existingObject(with: sketchID))
+            try child.save()
+        }
+        try parent.performAndWait { try parent.save() }
+        let reader = try makeContext(manager, "reader")
+        let (sketches, layers) = try reader.performAndWait {
+            (try reader.count(for: FetchRequest<Sketch>()), try reader.count(for: FetchRequest<Layer>()))
+        }
+        #expect(sketches == 0 && layers == 0)
+    }
+
     @Test("an object the child moves away from an object the parent deleted escapes that deletion's cascade")
     func movedAwayFromParentsDeletion() throws {
         let manager = LifecycleStore.memory.manager(TemporaryDirectory("child-cascade"), model: undoModel)
