@@ -20,6 +20,13 @@ extension CommitPlanner {
         var values = values
         for (offset, relationship) in entity.relationships.enumerated() {
             let column = entity.attributes.count + offset
+            if !relationship.isToMany, case .integer(let key) = values[column] {
+                // A to-one: one look-up, no arrays.
+                if key < 0 {
+                    values[column] = permanentKeys[key].map { .integer($0) } ?? .null
+                }
+                continue
+            }
             let keys = RelationshipKeys.decode(values[column])
             guard keys.contains(where: { $0 < 0 }) else { continue }
             let translated = keys.compactMap { $0 < 0 ? permanentKeys[$0] : $0 }
@@ -85,7 +92,7 @@ extension CommitPlanner {
         // one save is edited once per child, and re-encoding its keys each time is quadratic.
         var edited: [ColumnKey: EditedKeys] = [:]
         func current(_ key: RowKey) -> [StoredValue]? {
-            if deleted.contains(key) { return nil }
+            if !deleted.isEmpty && deleted.contains(key) { return nil }
             return rows[key] ?? tables[key.entityIndex].row(for: key.primaryKey)?.values
         }
         func set(_ key: RowKey, _ column: Int, _ value: StoredValue) {
@@ -96,9 +103,10 @@ extension CommitPlanner {
             values[column] = value
             rows[key] = values
         }
-        /// The keys `key`'s relationship at `column` holds now.
-        func keys(_ key: RowKey, _ column: Int) -> [Int64] {
-            if let keys = edited[ColumnKey(row: key, column: column)] {
+        /// The keys `key`'s relationship at `column` holds now (only to-many columns are
+        /// edited in place).
+        func keys(_ key: RowKey, _ column: Int, isToMany: Bool) -> [Int64] {
+            if isToMany, !edited.isEmpty, let keys = edited[ColumnKey(row: key, column: column)] {
                 return keys.resolved
             }
             return current(key).map { RelationshipKeys.decode($0[column]) } ?? []
@@ -108,11 +116,14 @@ extension CommitPlanner {
         /// same column is likely: one per child of a parent), and changing them in place.
         func editKeys(_ key: RowKey, _ column: Int, _ body: (inout EditedKeys) -> Void) {
             let columnKey = ColumnKey(row: key, column: column)
-            if edited[columnKey] == nil {
-                guard let values = current(key) else { return }
-                edited[columnKey] = EditedKeys(RelationshipKeys.decode(values[column]))
+            if let index = edited.index(forKey: columnKey) {
+                body(&edited.values[index])
+                return
             }
-            body(&edited[columnKey]!)
+            guard let values = current(key) else { return }
+            var keys = EditedKeys(RelationshipKeys.decode(values[column]))
+            body(&keys)
+            edited[columnKey] = keys
         }
         /// Removes `target` from `key`'s relationship at `column`.
         func remove(_ target: Int64, from key: RowKey, _ column: Int, _ relationship: RelationshipDescription) {
@@ -138,16 +149,19 @@ extension CommitPlanner {
             for (offset, link) in model.relationshipLinks[key.entityIndex].enumerated() {
                 let column = entity.attributes.count + offset
                 let old = before.map { RelationshipKeys.decode($0[column]) } ?? []
-                let new = keys(key, column)
+                let new = keys(key, column, isToMany: link.relationship.isToMany)
                 guard old != new else { continue }
-                let oldSet = Set(old)
-                let newSet = Set(new)
-                for target in old where !newSet.contains(target) {
+                // Sets only for long lists: a to-one's (or a new row's) are one key or none.
+                let oldSet = old.count > 8 ? Set(old) : []
+                let newSet = new.count > 8 ? Set(new) : []
+                func isOld(_ target: Int64) -> Bool { old.count > 8 ? oldSet.contains(target) : old.contains(target) }
+                func isNew(_ target: Int64) -> Bool { new.count > 8 ? newSet.contains(target) : new.contains(target) }
+                for target in old where !isNew(target) {
                     remove(
                         key.primaryKey, from: RowKey(entityIndex: link.destinationIndex, primaryKey: target),
                         link.inverseColumn, link.inverse)
                 }
-                for target in new where !oldSet.contains(target) {
+                for target in new where !isOld(target) {
                     let targetKey = RowKey(entityIndex: link.destinationIndex, primaryKey: target)
                     guard let targetValues = current(targetKey) else {
                         let destination = model.entities[link.destinationIndex]
