@@ -235,28 +235,50 @@ case "save-one-coded", "save-one-coded-age", "save-one-unique", "save-one-unique
             UniqueCoded.self, delegate: UniqueCodedStore(), count: count, storeSize: storeSize,
             changingCode: changingCode, code: \.code, age: \.age)
     }
-case "graph-seed", "graph-link":
+case "graph-seed", "graph-link", "graph-link-many", "graph-cascade":
     // N children inserted and saved in one save into an in-memory store of the graph model:
-    // unlinked (`graph-seed`), or each given one of N / 10 parents (`graph-link`, the parents'
-    // inserts included in the cost).
+    // unlinked (`graph-seed`), or each given one of N / 10 parents (the parents' inserts
+    // included in the cost) by `child.parent = parent` (`graph-link`) or by
+    // `parent.children = [its 10 children]` (`graph-link-many`); `graph-cascade` then fetches
+    // the parents in a fresh context and deletes them (their children cascade) in one save.
     let manager = ContextManager(delegate: GraphStore())
     let context = try manager.createContext()
     try context.performAndWait {
         var parent: GraphParent?
+        var children: Set<GraphChild> = []
         for index in 0..<count {
             let child = context.insert(GraphChild.self)
             child.name = code(index)
             child.age = index % 100
             child.score = Double(index)
-            if workload == "graph-link" {
-                if index % 10 == 0 {
-                    parent = context.insert(GraphParent.self)
-                    parent!.name = code(index)
+            guard workload != "graph-seed" else { continue }
+            if index % 10 == 0 {
+                if let parent, workload == "graph-link-many" {
+                    parent.children = children
+                    children = []
                 }
+                parent = context.insert(GraphParent.self)
+                parent!.name = code(index)
+            }
+            if workload == "graph-link-many" {
+                children.insert(child)
+            } else {
                 child.parent = parent
             }
         }
+        if let parent, workload == "graph-link-many" {
+            parent.children = children
+        }
         try context.save()
+    }
+    if workload == "graph-cascade" {
+        let deleter = try manager.createContext()
+        try deleter.performAndWait {
+            for parent in try deleter.fetch(FetchRequest<GraphParent>()) {
+                deleter.delete(parent)
+            }
+            try deleter.save()
+        }
     }
     manager.close()
 case "journal":

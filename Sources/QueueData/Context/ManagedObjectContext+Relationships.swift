@@ -6,7 +6,12 @@ extension ManagedObjectContext {
 
     /// The objects `object`'s relationship at `column` points to, in stored order.
     func relatedObjects(of object: ManagedObject, column: Int) -> [ManagedObject] {
-        let keys = RelationshipKeys.decode(object._value(at: column))
+        let value = object._value(at: column)
+        if case .integer = value {
+            // A to-one: found without decoding keys into arrays.
+            return relatedObject(of: object, column: column).map { [$0] } ?? []
+        }
+        let keys = RelationshipKeys.decode(value)
         guard !keys.isEmpty else { return [] }
         return objects(entityIndex: link(of: object, column: column).destinationIndex, keys: keys)
     }

@@ -263,9 +263,22 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
 
 /// A relationship resolved within its model: the destination entity's position and the row
 /// slot of the inverse there.
-struct RelationshipLink: Sendable {
+///
+/// A class: the relationship paths pass links around constantly, and a copy of a struct
+/// holding two relationship descriptions retains and releases their eight strings.
+final class RelationshipLink: Sendable {
     let relationship: RelationshipDescription
     let destinationIndex: Int
     let inverseColumn: Int
     let inverse: RelationshipDescription
+
+    init(
+        relationship: RelationshipDescription, destinationIndex: Int, inverseColumn: Int,
+        inverse: RelationshipDescription
+    ) {
+        self.relationship = relationship
+        self.destinationIndex = destinationIndex
+        self.inverseColumn = inverseColumn
+        self.inverse = inverse
+    }
 }
