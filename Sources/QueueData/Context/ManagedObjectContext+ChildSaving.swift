@@ -54,11 +54,19 @@ extension ManagedObjectContext {
 
     /// What a pushed change does to one object of the parent.
     private enum ChildWrite {
-        case write(entityIndex: Int, key: Int64, values: [StoredValue])
+        /// `values` as the policy decided them; `child` is what the child read and what it
+        /// left (`nil` for a restore), for its to-many changes to apply over this context's.
+        case write(entityIndex: Int, key: Int64, values: [StoredValue], child: ChildValues?)
         case delete(entityIndex: Int, key: Int64, values: [StoredValue]?)
         /// An object the child brought back (an undone deletion) whose row this context's own
         /// save deleted since: inserted again under its key, for the next save to write back.
         case restore(SaveRequest.Restore)
+    }
+
+    /// An updated object as the child read it and as it left it, in this context's keys.
+    private struct ChildValues {
+        var snapshot: [StoredValue]
+        var object: [StoredValue]
     }
 
     /// Takes a child's save as this context's own unsaved changes (on this context's queue).
@@ -68,8 +76,10 @@ extension ManagedObjectContext {
         var writes: [ChildWrite] = []
         var conflicts: [MergeConflict] = []
         var conflictWrites:
-            [(entityIndex: Int, key: Int64, current: [StoredValue]?, snapshot: [StoredValue], deleted: [StoredValue]?)] =
-                []
+            [(
+                entityIndex: Int, key: Int64, current: [StoredValue]?, snapshot: [StoredValue],
+                object: [StoredValue]?, deleted: [StoredValue]?
+            )] = []
 
         /// Looks at one pushed change: without a conflict it is taken as is; with one, the
         /// policy decides (or the conflict is kept for a custom policy or `.error`).
@@ -99,7 +109,10 @@ extension ManagedObjectContext {
                 } ?? (object == nil)
             if unchanged {
                 if let object {
-                    writes.append(.write(entityIndex: entityIndex, key: key, values: object))
+                    writes.append(
+                        .write(
+                            entityIndex: entityIndex, key: key, values: object,
+                            child: ChildValues(snapshot: snapshot, object: object)))
                 } else {
                     writes.append(.delete(entityIndex: entityIndex, key: key, values: deleted))
                 }
@@ -109,7 +122,11 @@ extension ManagedObjectContext {
                 switch policy.resolveOnRows(snapshot: snapshot, committed: current, object: object) {
                 case nil: break
                 case .some(nil): writes.append(.delete(entityIndex: entityIndex, key: key, values: deleted))
-                case .some(let row?): writes.append(.write(entityIndex: entityIndex, key: key, values: row))
+                case .some(let row?):
+                    writes.append(
+                        .write(
+                            entityIndex: entityIndex, key: key, values: row,
+                            child: object.map { ChildValues(snapshot: snapshot, object: $0) }))
                 }
                 return
             }
@@ -122,7 +139,7 @@ extension ManagedObjectContext {
                     snapshotVersion: 0, committedVersion: current == nil ? nil : 0,
                     snapshotValues: named(snapshot), committedValues: current.map(named),
                     objectValues: object.map(named)))
-            conflictWrites.append((entityIndex, key, current, snapshot, deleted))
+            conflictWrites.append((entityIndex, key, current, snapshot, object, deleted))
         }
 
         for update in request.updates {
@@ -134,7 +151,9 @@ extension ManagedObjectContext {
             if liveObject(entityIndex: restore.entityIndex, key: translated(restore.primaryKey)) == nil {
                 writes.append(.restore(restore))
             } else {
-                writes.append(.write(entityIndex: restore.entityIndex, key: restore.primaryKey, values: restore.values))
+                writes.append(
+                    .write(
+                        entityIndex: restore.entityIndex, key: restore.primaryKey, values: restore.values, child: nil))
             }
         }
         for (delete, values) in zip(request.deletes, deletedValues) {
@@ -157,7 +176,10 @@ extension ManagedObjectContext {
                 case .write(let values):
                     let row = policy.row(
                         writing: values, over: item.current ?? item.snapshot, of: model.entities[item.entityIndex])
-                    writes.append(.write(entityIndex: item.entityIndex, key: item.key, values: row))
+                    writes.append(
+                        .write(
+                            entityIndex: item.entityIndex, key: item.key, values: row,
+                            child: item.object.map { ChildValues(snapshot: item.snapshot, object: $0) }))
                 }
             }
             if !failed.isEmpty {
@@ -166,6 +188,7 @@ extension ManagedObjectContext {
         }
 
         // Nothing can fail from here on.
+        var insertedObjects: [ManagedObject] = []
         for insert in request.inserts {
             let entity = model.entities[insert.entityIndex]
             let object = ManagedObject._make(
@@ -177,10 +200,23 @@ extension ManagedObjectContext {
             pendingInserts.append(object)
             changedSinceProcessing.append(object)
             undoManagerValue?.recordInsertion(object)
+            insertedObjects.append(object)
+        }
+        // The objects the inserted ones point to point back, even where the policy kept this
+        // context's version of them.
+        for object in insertedObjects {
+            let attributeCount = object.entity.attributes.count
+            for column in attributeCount..<(attributeCount + object.entity.relationships.count) {
+                let link = self.link(of: object, column: column)
+                let keys = RelationshipKeys.decode(object._value(at: column))
+                for target in objects(entityIndex: link.destinationIndex, keys: keys) {
+                    pointBack(target, to: object, column: column, link: link)
+                }
+            }
         }
         for write in writes {
             switch write {
-            case .write(let entityIndex, let key, let values):
+            case .write(let entityIndex, let key, let values, let child):
                 guard let object = liveObject(entityIndex: entityIndex, key: key) else { continue }
                 let values = translatedRelationships(values, entity: object.entity)
                 if object._state.contains(.deleted) {
@@ -192,11 +228,12 @@ extension ManagedObjectContext {
                         pendingUpdates.append(object)
                     }
                 }
-                for slot in values.indices where !StoredValue.isSame(object._value(at: slot), values[slot]) {
-                    if slot >= object.entity.attributes.count {
-                        unlinkFromDeletedObjects(object, column: slot, keeping: values[slot])
-                    }
+                let attributeCount = object.entity.attributes.count
+                for slot in 0..<attributeCount where !StoredValue.isSame(object._value(at: slot), values[slot]) {
                     object._setValue(values[slot], at: slot)
+                }
+                for slot in attributeCount..<values.count {
+                    applyRelationship(of: object, column: slot, decided: values[slot], child: child)
                 }
             case .delete(let entityIndex, let key, let values):
                 guard let object = liveObject(entityIndex: entityIndex, key: key) else { continue }
@@ -226,6 +263,40 @@ extension ManagedObjectContext {
                 undoManagerValue?.recordInsertion(object)
             }
         }
+    }
+
+    /// Sets `object`'s relationship at `column` as a pushed write decides, keeping every
+    /// inverse in step (the other side of each link follows, whatever the child pushed for it).
+    ///
+    /// A to-one takes the value the policy `decided`. A to-many takes the child's changes since
+    /// it read the object (`child`), added and removed over this context's current value, so
+    /// that links this context made since are kept as the child's are, whichever side the
+    /// policy took: the objects on the other side are pushed separately, and could not agree
+    /// with a whole list chosen for one side.
+    private func applyRelationship(
+        of object: ManagedObject,
+        column: Int,
+        decided: StoredValue,
+        child: ChildValues?
+    ) {
+        let link = self.link(of: object, column: column)
+        let current = object._value(at: column)
+        var target = decided
+        if link.relationship.isToMany, let child {
+            if StoredValue.isSame(child.object[column], child.snapshot[column]) {
+                return  // The child left it alone: this context's value stands.
+            }
+            if !StoredValue.isSame(current, child.snapshot[column]) {
+                target = RelationshipKeys.merged(
+                    snapshot: child.snapshot[column], object: child.object[column], committed: current,
+                    relationship: link.relationship)
+            } else {
+                target = child.object[column]
+            }
+        }
+        guard !StoredValue.isSame(current, target) else { return }
+        let keys = RelationshipKeys.decode(target)
+        setRelationship(of: object, column: column, to: objects(entityIndex: link.destinationIndex, keys: keys))
     }
 
     /// Takes `object` out of the inverse relationships of the objects its `column` leaves that

@@ -145,7 +145,7 @@ extension ManagedObjectContext {
 
     /// Makes `target`, which just joined `source`'s relationship at `column`, point back at
     /// `source` through the inverse; a to-one inverse leaves its previous owner first.
-    private func pointBack(_ target: ManagedObject, to source: ManagedObject, column: Int, link: RelationshipLink) {
+    func pointBack(_ target: ManagedObject, to source: ManagedObject, column: Int, link: RelationshipLink) {
         let sourceKey = source._objectID.rawValue
         if link.inverse.isToMany {
             addKey(sourceKey, to: target, column: link.inverseColumn, relationship: link.inverse)
