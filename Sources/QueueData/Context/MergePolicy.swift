@@ -229,8 +229,11 @@ public struct MergeConflict: Sendable, CustomStringConvertible {
         /// Discard the context's change to this object; the committed version stands (if the
         /// other side deleted the object, it stays deleted).
         case keepStoreVersion
-        /// Write these attribute values (attributes not listed keep their committed values, or
-        /// the context's last-seen values if the object was deleted — which writes it back).
+        /// Write these values, by attribute or relationship name as the conflict's values name
+        /// them (properties not listed keep their committed values, or the context's last-seen
+        /// values if the object was deleted — which writes it back). A relationship takes the
+        /// related objects' keys in the form the conflict gave them; the objects on the other
+        /// side are kept in step.
         case write([String: StoredValue])
         /// Delete the object.
         case delete
@@ -267,13 +270,32 @@ public struct MergeConflict: Sendable, CustomStringConvertible {
 
 extension MergePolicy {
     /// `row` of `entity` with the values a custom policy's ``MergeResolution/write(_:)`` gave,
-    /// by attribute name; traps, naming the policy, for a name the entity lacks or a value its
-    /// attribute cannot hold (a bug in the policy, not in the data).
+    /// by attribute or relationship name (a conflict's values name both: a policy may write
+    /// them back as it got them); traps, naming the policy, for a name the entity lacks or a
+    /// value its attribute or relationship cannot hold (a bug in the policy, not in the data).
     func row(writing values: [String: StoredValue], over row: [StoredValue], of entity: EntityDescription)
         -> [StoredValue]
     {
         var row = row
         for (name, value) in values {
+            if let column = entity.column(ofRelationship: name) {
+                let relationship = entity.relationships[column - entity.attributes.count]
+                let fits: Bool
+                switch value {
+                case .null: fits = true
+                case .integer: fits = !relationship.isToMany
+                case .data(let keys): fits = relationship.isToMany && keys.count % 8 == 0
+                default: fits = false
+                }
+                guard fits else {
+                    fatalError(
+                        "QueueData: the merge policy '\(self)' wrote \(value) to the relationship "
+                            + "'\(entity.name).\(name)', which takes the related objects' keys as the conflict gave them."
+                    )
+                }
+                row[column] = value
+                continue
+            }
             guard let slot = entity.index(ofAttribute: name),
                 value.fits(entity.attributes[slot].type, isOptional: entity.attributes[slot].isOptional)
             else {
