@@ -79,14 +79,14 @@ extension CommitPlanner {
     ///     whose inverses change are added.
     ///   - written: Those rows' keys, in order (rows added here are appended).
     ///   - deleted: The rows the commit deletes.
-    ///   - temporaryKeys: The temporary key of each inserted row, for error messages.
+    ///   - temporaryKey: The temporary key of an inserted row, for error messages.
     /// - Throws: ``ValidationError`` when a row would refer to a row that does not exist (deleted
     ///   by another save).
     func repairInverses(
-        rows: inout [RowKey: [StoredValue]],
+        rows: inout PlannedRows,
         written: inout [RowKey],
         deleted: Set<RowKey>,
-        temporaryKeys: [RowKey: Int64]
+        temporaryKey: (RowKey) -> Int64?
     ) throws {
         // To-many columns being edited, decoded once: a parent with many children written in
         // one save is edited once per child, and re-encoding its keys each time is quadratic.
@@ -169,7 +169,7 @@ extension CommitPlanner {
                             ValidationError.Failure(
                                 objectID: ObjectID(
                                     key: entityKeys[key.entityIndex],
-                                    rawValue: temporaryKeys[key] ?? key.primaryKey),
+                                    rawValue: temporaryKey(key) ?? key.primaryKey),
                                 entityName: entity.name, property: link.relationship.name,
                                 reason: "refers to \(destination.name) \(target), which was deleted by another save")
                         ])

@@ -388,14 +388,21 @@ struct CommitPlanner {
         inserts: [SaveRequest.Insert],
         insertKeys: [Int64]
     ) throws {
-        var rows: [RowKey: [StoredValue]] = [:]
+        var rows = PlannedRows(
+            entityCount: tables.count,
+            inserts: zip(inserts, zip(insertKeys, insertedValues)).lazy.map { insert, keyAndValues in
+                (insert.entityIndex, keyAndValues.0, keyAndValues.1)
+            })
         var written: [RowKey] = []
-        var temporaryKeys: [RowKey: Int64] = [:]
-        for (insert, (key, values)) in zip(inserts, zip(insertKeys, insertedValues)) {
-            let rowKey = RowKey(entityIndex: insert.entityIndex, primaryKey: key)
-            rows[rowKey] = values
-            written.append(rowKey)
-            temporaryKeys[rowKey] = insert.temporaryKey
+        written.reserveCapacity(inserts.count + plan.restores.count + plan.updates.count)
+        for (insert, key) in zip(inserts, insertKeys) {
+            written.append(RowKey(entityIndex: insert.entityIndex, primaryKey: key))
+        }
+        /// The temporary key of an inserted row, for error messages (found by a search: only a
+        /// failing commit asks).
+        func temporaryKey(_ rowKey: RowKey) -> Int64? {
+            zip(inserts, insertKeys).first { $0.entityIndex == rowKey.entityIndex && $1 == rowKey.primaryKey }?
+                .0.temporaryKey
         }
         for restore in plan.restores {
             rows[restore.key] = restore.values
@@ -405,16 +412,15 @@ struct CommitPlanner {
             rows[update.key] = update.values
             written.append(update.key)
         }
-        try repairInverses(rows: &rows, written: &written, deleted: Set(plan.deletes), temporaryKeys: temporaryKeys)
+        try repairInverses(rows: &rows, written: &written, deleted: Set(plan.deletes), temporaryKey: temporaryKey)
         for (index, (insert, key)) in zip(inserts, insertKeys).enumerated() {
             insertedValues[index] = rows[RowKey(entityIndex: insert.entityIndex, primaryKey: key)]!
         }
         for index in plan.restores.indices {
             plan.restores[index].values = rows[plan.restores[index].key]!
         }
-        let inserted = Set(temporaryKeys.keys)
         let restored = Set(plan.restores.map(\.key))
-        plan.updates = written.filter { !inserted.contains($0) && !restored.contains($0) }.compactMap { key in
+        plan.updates = written.filter { !rows.isInserted($0) && !restored.contains($0) }.compactMap { key in
             guard let values = rows[key], let current = tables[key.entityIndex].row(for: key.primaryKey) else {
                 return nil
             }
