@@ -35,6 +35,16 @@ extension CommitPlanner {
         return values
     }
 
+    /// The key a to-one relationship's stored value holds: `.some(nil)` for none, `nil` when
+    /// the value is not in a to-one's form (the general path then reads it as a list).
+    static func toOneKey(_ value: StoredValue) -> Int64?? {
+        switch value {
+        case .integer(let key): return .some(key)
+        case .null: return .some(nil)
+        default: return nil
+        }
+    }
+
     /// Whether the only columns another save changed since `snapshot` are to-many
     /// relationships: additions and removals there merge, so such rows are not conflicts.
     func onlyToManyChanged(entityIndex: Int, snapshot: [StoredValue], committed: [StoredValue]) -> Bool {
@@ -145,23 +155,12 @@ extension CommitPlanner {
         for key in written {
             let entity = model.entities[key.entityIndex]
             guard !entity.relationships.isEmpty, rows[key] != nil else { continue }
-            let before = tables[key.entityIndex].row(for: key.primaryKey)?.values
+            // An inserted row has no committed values (and looking them up would cost a search).
+            let before = rows.isInserted(key) ? nil : tables[key.entityIndex].row(for: key.primaryKey)?.values
             for (offset, link) in model.relationshipLinks[key.entityIndex].enumerated() {
                 let column = entity.attributes.count + offset
-                let old = before.map { RelationshipKeys.decode($0[column]) } ?? []
-                let new = keys(key, column, isToMany: link.relationship.isToMany)
-                guard old != new else { continue }
-                // Sets only for long lists: a to-one's (or a new row's) are one key or none.
-                let oldSet = old.count > 8 ? Set(old) : []
-                let newSet = new.count > 8 ? Set(new) : []
-                func isOld(_ target: Int64) -> Bool { old.count > 8 ? oldSet.contains(target) : old.contains(target) }
-                func isNew(_ target: Int64) -> Bool { new.count > 8 ? newSet.contains(target) : new.contains(target) }
-                for target in old where !isNew(target) {
-                    remove(
-                        key.primaryKey, from: RowKey(entityIndex: link.destinationIndex, primaryKey: target),
-                        link.inverseColumn, link.inverse)
-                }
-                for target in new where !isOld(target) {
+                /// Makes `target`, which joined `key`'s relationship, point back at it.
+                func join(_ target: Int64) throws {
                     let targetKey = RowKey(entityIndex: link.destinationIndex, primaryKey: target)
                     guard let targetValues = current(targetKey) else {
                         let destination = model.entities[link.destinationIndex]
@@ -178,7 +177,7 @@ extension CommitPlanner {
                         add(key.primaryKey, to: targetKey, link.inverseColumn)
                     } else {
                         let previous = RelationshipKeys.decode(targetValues[link.inverseColumn]).first
-                        guard previous != key.primaryKey else { continue }
+                        guard previous != key.primaryKey else { return }
                         set(targetKey, link.inverseColumn, .integer(key.primaryKey))
                         if let previous {
                             remove(
@@ -186,6 +185,37 @@ extension CommitPlanner {
                                 link.relationship)
                         }
                     }
+                }
+                if !link.relationship.isToMany, let oldKey = Self.toOneKey(before.map { $0[column] } ?? .null),
+                    let newKey = Self.toOneKey(current(key)?[column] ?? .null)
+                {
+                    // A to-one holding one key or none on both sides: compared as keys, no arrays.
+                    guard oldKey != newKey else { continue }
+                    if let oldKey {
+                        remove(
+                            key.primaryKey, from: RowKey(entityIndex: link.destinationIndex, primaryKey: oldKey),
+                            link.inverseColumn, link.inverse)
+                    }
+                    if let newKey {
+                        try join(newKey)
+                    }
+                    continue
+                }
+                let old = before.map { RelationshipKeys.decode($0[column]) } ?? []
+                let new = keys(key, column, isToMany: link.relationship.isToMany)
+                guard old != new else { continue }
+                // Sets only for long lists: a to-one's (or a new row's) are one key or none.
+                let oldSet = old.count > 8 ? Set(old) : []
+                let newSet = new.count > 8 ? Set(new) : []
+                func isOld(_ target: Int64) -> Bool { old.count > 8 ? oldSet.contains(target) : old.contains(target) }
+                func isNew(_ target: Int64) -> Bool { new.count > 8 ? newSet.contains(target) : new.contains(target) }
+                for target in old where !isNew(target) {
+                    remove(
+                        key.primaryKey, from: RowKey(entityIndex: link.destinationIndex, primaryKey: target),
+                        link.inverseColumn, link.inverse)
+                }
+                for target in new where !isOld(target) {
+                    try join(target)
                 }
             }
         }
