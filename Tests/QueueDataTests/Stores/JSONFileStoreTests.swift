@@ -100,6 +100,49 @@ struct JSONFileStoreTests {
         #expect(text.contains(#""double": "NaN""#))
     }
 
+    @Test("a non-optional transformable value whose JSON is null is saved and read back")
+    func transformableEncodingNull() throws {
+        let directory = TemporaryDirectory("json-null-transformable")
+        let model = ManagedObjectModel([NullableBoxHolder.self])
+        let manager = jsonManager(directory, model: model)
+        let context = try manager.createContext()
+        try context.performAndWait {
+            let holder = context.insert(NullableBoxHolder.self)
+            holder.box = NullableBox(nil)
+            try context.save()
+        }
+        manager.close()
+        #expect(String(decoding: try directory.bytes(of: "Store.json"), as: UTF8.self).contains(#""box": null"#))
+        let reopened = jsonManager(directory, model: model)
+        let reader = try reopened.createContext()
+        try reader.performAndWait {
+            let holders = try reader.fetch(FetchRequest<NullableBoxHolder>())
+            #expect(holders.map(\.box) == [NullableBox(nil)])
+        }
+        reopened.close()
+    }
+
+    @Test("a non-optional transformable holding null is refused when its type does not decode from it")
+    func transformableNullRefused() throws {
+        let directory = TemporaryDirectory("json-null-refused")
+        let manager = jsonManager(directory)
+        let context = try manager.createContext()
+        try context.performAndWait {
+            _ = context.insert(AllTypes.self)
+            try context.save()
+        }
+        manager.close()
+        let text = String(decoding: try directory.bytes(of: "Store.json"), as: UTF8.self)
+        let edited = text.replacingOccurrences(of: #""address": {"street":"Main"}"#, with: #""address": null"#)
+        #expect(edited != text)
+        try directory.write(Array(edited.utf8), to: "Store.json")
+        let reopened = jsonManager(directory)
+        #expect(throws: StoreError.self) {
+            _ = try reopened.createContext()
+        }
+        reopened.close()
+    }
+
     @Test("documents written by other tools are read: any layout, any member order, omitted attributes")
     func documentsFromOtherTools() throws {
         let directory = TemporaryDirectory("json-tools")
@@ -374,4 +417,26 @@ struct JSONFileStoreTests {
         #expect(try storedNames(manager) == names)
         #expect(directory.contents.contains("App.json"))
     }
+}
+
+/// A `Codable` value whose JSON is its optional's: `null` when it holds `nil`.
+struct NullableBox: Codable, Equatable {
+    var value: String?
+
+    init(_ value: String?) {
+        self.value = value
+    }
+
+    init(from decoder: any Decoder) throws {
+        value = try decoder.singleValueContainer().decode(String?.self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+}
+
+final class NullableBoxHolder: ManagedObject {
+    @Attribute var box: NullableBox = NullableBox("default")
 }
