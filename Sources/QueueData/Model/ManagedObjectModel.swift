@@ -164,6 +164,16 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
                 guard let destination = byName[relationship.destinationEntityName] else {
                     throw invalid("points to '\(relationship.destinationEntityName)', which is not in the model")
                 }
+                // Counts no save could satisfy are a declaration mistake, not a validation failure
+                // (a negative minCount is read as 0).
+                if let maxCount = relationship.maxCount {
+                    guard maxCount >= 0 else { throw invalid("has a negative maxCount (\(maxCount))") }
+                    guard maxCount >= relationship.minCount else {
+                        throw invalid(
+                            "has a maxCount (\(maxCount)) below its minCount (\(relationship.minCount)): no save "
+                                + "could satisfy both")
+                    }
+                }
                 guard let inverse = destination.relationship(named: relationship.inverseName) else {
                     throw invalid(
                         "names the inverse '\(relationship.inverseName)', which '\(destination.name)' does not "

@@ -136,6 +136,29 @@ struct RelationshipTests {
             "B": [RelationshipDescription(name: "a", destination: "A", inverse: "b", isToMany: true)],
         ])
         #expect(valid.entities.count == 2)
+        // Counts no save could satisfy.
+        for (minCount, maxCount, reason) in [
+            (2, 1, "below its minCount"), (0, -1, "negative maxCount"),
+        ] as [(Int, Int?, String)] {
+            #expect {
+                try model([
+                    "A": [RelationshipDescription(name: "b", destination: "B", inverse: "a")],
+                    "B": [
+                        RelationshipDescription(
+                            name: "a", destination: "A", inverse: "b", isToMany: true, minCount: minCount,
+                            maxCount: maxCount)
+                    ],
+                ])
+            } throws: { ($0 as? ModelError)?.code == .invalidRelationship && "\($0)".contains(reason) }
+        }
+        #expect(
+            try model([
+                "A": [RelationshipDescription(name: "b", destination: "B", inverse: "a")],
+                "B": [
+                    RelationshipDescription(
+                        name: "a", destination: "A", inverse: "b", isToMany: true, minCount: 2, maxCount: 2)
+                ],
+            ]).entities.count == 2)
         #expect {
             try model(["A": [RelationshipDescription(name: "b", destination: "B", inverse: "a")]])
         } throws: {
