@@ -32,6 +32,10 @@ public struct Attribute<Value: Codable> {
 
     /// Declares an attribute whose default is `defaultValue`.
     ///
+    /// The default is evaluated once, when the model discovers the class (Core Data's
+    /// defaults are static too): `= UUID()` gives every new object the same UUID. Set a value
+    /// of each object's own in ``ManagedObject/awakeFromInsert()``.
+    ///
     /// - Parameters:
     ///   - defaultValue: The value new objects start with (and migration gives existing rows
     ///     when the attribute is added).
