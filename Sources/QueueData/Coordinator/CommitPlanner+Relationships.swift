@@ -220,14 +220,24 @@ extension CommitPlanner {
             }
         }
         // References to deleted rows go away with them.
+        // Each relationship value is read in place (no array of the row's values), and rows
+        // deleted too are passed over (a cascade deletes both sides).
         for key in deleted {
-            guard let values = tables[key.entityIndex].row(for: key.primaryKey)?.values else { continue }
+            guard let reference = tables[key.entityIndex].reference(for: key.primaryKey) else { continue }
             let entity = model.entities[key.entityIndex]
             for (offset, link) in model.relationshipLinks[key.entityIndex].enumerated() {
-                for target in RelationshipKeys.decode(values[entity.attributes.count + offset]) {
-                    remove(
-                        key.primaryKey, from: RowKey(entityIndex: link.destinationIndex, primaryKey: target),
-                        link.inverseColumn, link.inverse)
+                let value = reference.block.layout.value(reference.fields, slot: entity.attributes.count + offset)
+                func detach(from target: Int64) {
+                    let targetKey = RowKey(entityIndex: link.destinationIndex, primaryKey: target)
+                    guard !deleted.contains(targetKey) else { return }
+                    remove(key.primaryKey, from: targetKey, link.inverseColumn, link.inverse)
+                }
+                if case .integer(let target) = value {
+                    detach(from: target)
+                } else {
+                    for target in RelationshipKeys.decode(value) {
+                        detach(from: target)
+                    }
                 }
             }
         }
