@@ -14,7 +14,8 @@ extension ManagedObjectContext {
     /// ```
     ///
     /// Callable from any thread. The match sees committed rows only, like a fetch with
-    /// ``FetchRequest/includesPendingChanges`` `false`; the objects delivered are the context's
+    /// ``FetchRequest/includesPendingChanges`` `false` (and the committed values of the objects
+    /// its predicate or sort descriptors reach through relationships too); the objects delivered are the context's
     /// own instances (with their unsaved changes), minus any it has deleted meanwhile. The
     /// request is not modified. `completion` always runs exactly once, unless the context's
     /// manager is closed first.

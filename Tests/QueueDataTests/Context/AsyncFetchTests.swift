@@ -6,6 +6,30 @@ import Testing
 
 @Suite("Asynchronous fetch")
 struct AsyncFetchTests {
+    @Test(
+        "through relationships, an asynchronous fetch reads committed values, a fetch without pending changes the context's"
+    )
+    func relationshipsWithoutPendingChanges() async throws {
+        let manager = graphManager("memory", TemporaryDirectory("async-relationships"))
+        let context = try makeContext(manager, "async-relationships")
+        let request = FetchRequest<Expedition>(
+            predicate: #Predicate { $0.leader?.name == "Ada" }, includesPendingChanges: false)
+        let id = try context.performAndWait {
+            let ada = context.insert(Explorer.self)
+            ada.name = "Ada"
+            let expedition = context.insert(Expedition.self)
+            expedition.leader = ada
+            try context.save()
+            ada.name = "Grace"  // unsaved: the store still says "Ada"
+            return expedition.objectID
+        }
+        // As documented on `includesPendingChanges`: the leader is the context's, with its change.
+        #expect(try context.performAndWait { try context.fetch(request).map(\.objectID) } == [])
+        // The asynchronous forms match in a private context: the leader's saved name.
+        #expect(try await context.fetchObjectIDs(request) == [id])
+        #expect(try await context.fetch(request) { $0.map(\.objectID) } == [id])
+    }
+
     @Test("results are matched off the queue, then registered and delivered on the context's queue")
     func deliversOnQueue() async throws {
         let manager = makeManager()
