@@ -15,9 +15,16 @@ extension CommitPlanner {
         entityIndex: Int,
         permanentKeys: [Int64: Int64]
     ) -> [StoredValue] {
-        let entity = model.entities[entityIndex]
-        guard !entity.relationships.isEmpty else { return values }
         var values = values
+        translateTemporaryKeys(&values, entityIndex: entityIndex, permanentKeys: permanentKeys)
+        return values
+    }
+
+    /// `translatingTemporaryKeys(_:entityIndex:permanentKeys:)` in place: an array held only
+    /// by the caller is changed without a copy.
+    func translateTemporaryKeys(_ values: inout [StoredValue], entityIndex: Int, permanentKeys: [Int64: Int64]) {
+        let entity = model.entities[entityIndex]
+        guard !entity.relationships.isEmpty else { return }
         for (offset, relationship) in entity.relationships.enumerated() {
             let column = entity.attributes.count + offset
             if !relationship.isToMany, case .integer(let key) = values[column] {
@@ -32,7 +39,6 @@ extension CommitPlanner {
             let translated = keys.compactMap { $0 < 0 ? permanentKeys[$0] : $0 }
             values[column] = RelationshipKeys.encode(translated, for: relationship)
         }
-        return values
     }
 
     /// The key a to-one relationship's stored value holds: `.some(nil)` for none, `nil` when

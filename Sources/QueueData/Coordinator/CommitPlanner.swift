@@ -64,9 +64,11 @@ struct CommitPlanner {
                 permanentKeys[insert.temporaryKey] = key
             }
             for index in request.inserts.indices {
-                request.inserts[index].values = translatingTemporaryKeys(
-                    request.inserts[index].values, entityIndex: request.inserts[index].entityIndex,
-                    permanentKeys: permanentKeys)
+                // Read once (from the context's row copy), translated in place, stored back.
+                var values = request.inserts[index].values
+                translateTemporaryKeys(
+                    &values, entityIndex: request.inserts[index].entityIndex, permanentKeys: permanentKeys)
+                request.inserts[index].values = values
             }
             for index in request.updates.indices {
                 let update = request.updates[index]
