@@ -29,11 +29,11 @@ public struct FetchRequest<Result: ManagedObject>: Sendable {
     /// committed values (those of the latest save, even for an object whose merge of it has not
     /// arrived yet; in a child context, its parent's); the objects returned are still the
     /// context's instances, with their own values (``ManagedObjectContext/fetchValues(_:properties:)``
-    /// returns the committed ones). The committed values are the fetched objects' own: a
-    /// predicate or sort descriptor that reaches other objects through a relationship
-    /// (`$0.leader?.name`, `$0.items.contains { … }`) reads those objects as the context has them,
-    /// with their unsaved changes (Core Data's store would read their saved values). The
-    /// asynchronous fetches match in a private context, where every object reached is committed.
+    /// returns the committed ones). A predicate or sort descriptor that reaches other objects
+    /// through a relationship (`$0.leader?.name`, `$0.items.contains { … }`) reads them
+    /// committed too, as Core Data's store does: while the context has unsaved changes, such a
+    /// request on an entity with relationships is matched in a private context that holds none
+    /// (as the asynchronous fetches are), then its objects are the context's instances.
     public var includesPendingChanges: Bool
     /// Whether objects of subclasses' entities are included (default `true`).
     public var includesSubentities: Bool

@@ -149,8 +149,10 @@ extension ManagedObjectContext {
 
     /// The context's objects for `ids`, in order, registering those it does not hold yet with
     /// one trip to the coordinator; IDs whose rows are gone, and objects deleted in this
-    /// context, are left out.
-    func registeredObjects<Result: ManagedObject>(_ ids: [ObjectID], as type: Result.Type) throws -> [Result] {
+    /// context (unless `keepingDeleted`: a fetch of committed objects returns them), are left out.
+    func registeredObjects<Result: ManagedObject>(
+        _ ids: [ObjectID], as type: Result.Type, keepingDeleted: Bool = false
+    ) throws -> [Result] {
         var missing: [Int: [Int64]] = [:]
         for id in ids {
             guard let entityIndex = entityIndex(of: id) else { continue }
@@ -180,7 +182,7 @@ extension ManagedObjectContext {
         return ids.compactMap { id in
             guard let entityIndex = entityIndex(of: id),
                 let object = registry[entityIndex][adoptedPermanentKeys[id.rawValue] ?? id.rawValue],
-                !object._state.contains(.deleted)
+                keepingDeleted || !object._state.contains(.deleted)
             else { return nil }
             return object as? Result
         }

@@ -20,6 +20,13 @@ extension ManagedObjectContext {
     ) throws -> [[String: StoredValue]] {
         checkConfined()
         return try confinement.withMarkedBlock {
+            if let worker = committedGraphContext(for: request) {
+                // Matched on the committed graph (see `committedGraphMatches(_:)`): the private
+                // context's values are the committed ones too.
+                return try worker.confinement.withMarkedBlock {
+                    try worker.fetchValues(request, properties: properties)
+                }
+            }
             let objects = try fetchUnregistered(request)
             var slots: [ObjectIdentifier: [(String, Int)]] = [:]
             return objects.map { object in
@@ -72,6 +79,20 @@ extension ManagedObjectContext {
         checkConfined()
         let batchSize = Swift.max(batchSize, 1)
         try confinement.withMarkedBlock {
+            if let ids = try committedGraphMatches(request) {
+                // Matched on the committed graph (see `committedGraphMatches`); registered a
+                // batch at a time.
+                var start = 0
+                while start < ids.count {
+                    let end = Swift.min(start + batchSize, ids.count)
+                    for object in try registeredObjects(Array(ids[start..<end]), as: Result.self, keepingDeleted: true)
+                    {
+                        try body(object)
+                    }
+                    start = end
+                }
+                return
+            }
             var batch: [Candidate] = []
             batch.reserveCapacity(Swift.min(batchSize, 4_096))
             func flush() throws {

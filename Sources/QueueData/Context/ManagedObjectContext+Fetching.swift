@@ -25,6 +25,9 @@ extension ManagedObjectContext {
     public func fetch<Result>(_ request: FetchRequest<Result>) throws -> [Result] {
         checkConfined()
         return try confinement.withMarkedBlock {
+            if let ids = try committedGraphMatches(request) {
+                return try registeredObjects(ids, as: Result.self, keepingDeleted: true)
+            }
             let objects = try matchingObjects(request)
             reserveRegistryCapacity(for: objects)
             for object in objects where object._state.contains(.detached) {
@@ -52,6 +55,9 @@ extension ManagedObjectContext {
     public func fetchObjectIDs<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID] {
         checkConfined()
         return try confinement.withMarkedBlock {
+            if let ids = try committedGraphMatches(request) {
+                return ids
+            }
             guard !request.isSorted else {
                 return try matchingObjects(request).map(\._objectID)
             }
@@ -77,6 +83,9 @@ extension ManagedObjectContext {
             if request.predicate == nil && request.attributeConstraint == nil && parent == nil {
                 return try countWithoutPredicate(request)
             }
+            if let ids = try committedGraphMatches(request) {
+                return ids.count
+            }
             var count = 0
             try forEachCandidate(request) { _ in
                 count += 1
@@ -84,6 +93,35 @@ extension ManagedObjectContext {
             }
             return applyPaging(count: count, request)
         }
+    }
+
+    /// The IDs of a request's page matched and ordered on the committed graph, when the
+    /// request leaves pending changes out and its predicate or sort descriptors may read other
+    /// objects through relationships: a private context that holds no change of its own (on
+    /// this context's queue, inline, reading through the same parent) runs it, as the asynchronous
+    /// fetches do, so that every object reached is read committed, as Core Data's store reads
+    /// them. `nil` when the request needs no such context (it includes pending changes, has
+    /// neither predicate nor sort descriptors, fetches entities without relationships, or this
+    /// context has no unsaved change).
+    func committedGraphMatches<Result>(_ request: FetchRequest<Result>) throws -> [ObjectID]? {
+        guard let worker = committedGraphContext(for: request) else { return nil }
+        return try worker.confinement.withMarkedBlock { try worker.fetchObjectIDs(request) }
+    }
+
+    /// The private context `committedGraphMatches(_:)` runs `request` in, or `nil` when the
+    /// request needs none. It shares this context's queue, and runs inline in a block marked
+    /// as its own (`confinement.withMarkedBlock`): no hop to another queue, which could wait on
+    /// this one (a child reading through a parent on the same queue).
+    func committedGraphContext<Result>(for request: FetchRequest<Result>) -> ManagedObjectContext? {
+        // A context without changes reads its objects as committed already (and the private
+        // context has none: it never asks for another).
+        guard !request.includesPendingChanges, request.predicate != nil || !request.sortDescriptors.isEmpty,
+            hasChanges,
+            fetchedEntityIndexes(for: request).contains(where: { !model.entities[$0].relationships.isEmpty })
+        else { return nil }
+        return ManagedObjectContext(
+            queue: queue, name: "\(name) (committed fetch)", coordinator: coordinator, observesSaves: false,
+            parent: parent, onDeinit: {})
     }
 
     /// `objects`, all of class `Result`, as an array of `Result`: the one step of a fetch

@@ -7,27 +7,60 @@ import Testing
 @Suite("Asynchronous fetch")
 struct AsyncFetchTests {
     @Test(
-        "through relationships, an asynchronous fetch reads committed values, a fetch without pending changes the context's"
-    )
-    func relationshipsWithoutPendingChanges() async throws {
+        "without pending changes, every fetch form reads related objects committed, as the asynchronous ones do",
+        arguments: [false, true])
+    func relationshipsWithoutPendingChanges(inChildOnSameQueue: Bool) async throws {
         let manager = graphManager("memory", TemporaryDirectory("async-relationships"))
-        let context = try makeContext(manager, "async-relationships")
+        let root = try makeContext(manager, "async-relationships")
         let request = FetchRequest<Expedition>(
-            predicate: #Predicate { $0.leader?.name == "Ada" }, includesPendingChanges: false)
-        let id = try context.performAndWait {
-            let ada = context.insert(Explorer.self)
+            predicate: #Predicate { $0.leader?.name == "Ada" }, sortBy: [SortDescriptor(\.title)],
+            includesPendingChanges: false)
+        let ids = try root.performAndWait {
+            let ada = root.insert(Explorer.self)
             ada.name = "Ada"
-            let expedition = context.insert(Expedition.self)
-            expedition.leader = ada
-            try context.save()
-            ada.name = "Grace"  // unsaved: the store still says "Ada"
-            return expedition.objectID
+            let expeditions = ["Nile", "Andes", "Gobi"].map { title in
+                let expedition = root.insert(Expedition.self)
+                expedition.title = title
+                expedition.leader = ada
+                return expedition
+            }
+            try root.save()
+            return expeditions.sorted { $0.title < $1.title }.map(\.objectID)
         }
-        // As documented on `includesPendingChanges`: the leader is the context's, with its change.
-        #expect(try context.performAndWait { try context.fetch(request).map(\.objectID) } == [])
-        // The asynchronous forms match in a private context: the leader's saved name.
-        #expect(try await context.fetchObjectIDs(request) == [id])
-        #expect(try await context.fetch(request) { $0.map(\.objectID) } == [id])
+        // A child on the parent's own queue: its committed view is the parent's, read inline.
+        let context = inChildOnSameQueue ? root.performAndWait { root.newChildContext(for: root.queue) } : root
+        try context.performAndWait {
+            let ada = try context.first(Explorer.self, where: #Predicate { $0.name == "Ada" })
+            ada.name = "Grace"  // unsaved: the committed graph still says "Ada"
+            let gobi = try context.existingObject(with: ids[1], as: Expedition.self)
+            context.delete(gobi)  // a pending deletion: still committed
+            context.insert(Expedition.self).leader = ada  // a pending insert: not committed
+        }
+        try context.performAndWait {
+            #expect(try context.fetch(request).map(\.objectID) == ids)
+            #expect(try context.fetchObjectIDs(request) == ids)
+            #expect(try context.count(for: request) == 3)
+            #expect(
+                try context.fetchValues(request, properties: ["title"]).map { $0["title"] } == [
+                    .string("Andes"), .string("Gobi"), .string("Nile"),
+                ])
+            var enumerated: [ObjectID] = []
+            try context.enumerate(request, batchSize: 2) { enumerated.append($0.objectID) }
+            #expect(enumerated == ids)
+            var paged = request
+            paged.fetchOffset = 1
+            paged.fetchLimit = 1
+            #expect(try context.fetch(paged).map(\.objectID) == [ids[1]])
+            #expect(try context.count(for: paged) == 1)
+            // With pending changes, the leader's new name counts.
+            var current = request
+            current.includesPendingChanges = true
+            #expect(try context.fetch(current).isEmpty)
+        }
+        // The asynchronous forms agree (the objects delivered leave out the context's pending
+        // deletion, as documented for them).
+        #expect(try await context.fetchObjectIDs(request) == ids)
+        #expect(try await context.fetch(request) { $0.map(\.objectID) } == [ids[0], ids[2]])
     }
 
     @Test("results are matched off the queue, then registered and delivered on the context's queue")
