@@ -19,7 +19,10 @@
 /// the same ID. When A **deleted** an object the other side changed: ``error`` throws;
 /// ``mergeByPropertyStoreTrump`` and ``rollback`` keep the other side's version (A's deletion
 /// is discarded); ``mergeByPropertyObjectTrump`` and ``overwrite`` delete it. Deleting an
-/// object that is already deleted is never a conflict.
+/// object that is already deleted is never a conflict. An object the other side deleted that
+/// stays deleted (the policy let the deletion stand, or the context did not save it) leaves the
+/// relationships of the objects the save writes, as a merge of that deletion would: the save
+/// succeeds and the store stays consistent.
 ///
 /// **Uniqueness constraints** (`@Attribute(.unique)`, ``ManagedObject/uniquenessConstraints``):
 /// an *inserted* object whose unique values another object already holds (saved, or inserted

@@ -95,6 +95,9 @@ extension CommitPlanner {
     ///     whose inverses change are added.
     ///   - written: Those rows' keys, in order (rows added here are appended).
     ///   - deleted: The rows the commit deletes.
+    ///   - released: Rows another save deleted that stay deleted after the merge policy settled
+    ///     this save's conflicts: a written row that refers to one lets it go (as a merge of that
+    ///     deletion would) instead of failing.
     ///   - temporaryKey: The temporary key of an inserted row, for error messages.
     /// - Throws: ``ValidationError`` when a row would refer to a row that does not exist (deleted
     ///   by another save).
@@ -102,6 +105,7 @@ extension CommitPlanner {
         rows: inout PlannedRows,
         written: inout [RowKey],
         deleted: Set<RowKey>,
+        released: Set<RowKey> = [],
         temporaryKey: (RowKey) -> Int64?
     ) throws {
         // To-many columns being edited, decoded once: a parent with many children written in
@@ -169,6 +173,10 @@ extension CommitPlanner {
                 func join(_ target: Int64) throws {
                     let targetKey = RowKey(entityIndex: link.destinationIndex, primaryKey: target)
                     guard let targetValues = current(targetKey) else {
+                        if !released.isEmpty, released.contains(targetKey) {
+                            remove(target, from: key, column, link.relationship)
+                            return
+                        }
                         let destination = model.entities[link.destinationIndex]
                         throw ValidationError(failures: [
                             ValidationError.Failure(

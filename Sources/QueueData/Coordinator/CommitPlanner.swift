@@ -110,6 +110,10 @@ struct CommitPlanner {
             var objectValues: [StoredValue]?
         }
         var conflicting: [Conflicting] = []
+        // Rows another save deleted that stay deleted after the policy's resolution, and which
+        // rows this save writes may still refer to: those references go (see
+        // ``repairInverses(rows:written:deleted:released:temporaryKey:)``).
+        var released: Set<RowKey> = []
 
         for update in request.updates {
             let key = RowKey(entityIndex: update.entityIndex, primaryKey: update.primaryKey)
@@ -196,6 +200,10 @@ struct CommitPlanner {
                 mergesToMany = relational
             }
             for (item, outcome) in zip(conflicting, outcomes) {
+                if relational {
+                    releaseDeletedRows(
+                        of: item.key, current: item.current, snapshot: item.snapshot, outcome: outcome, into: &released)
+                }
                 switch outcome {
                 case .none:
                     break
@@ -242,7 +250,11 @@ struct CommitPlanner {
             }
         }
         if relational {
-            try repairRelationships(&plan, insertedValues: &insertedValues, inserts: inserts, insertKeys: insertKeys)
+            for restore in plan.restores {
+                released.remove(restore.key)
+            }
+            try repairRelationships(
+                &plan, insertedValues: &insertedValues, inserts: inserts, insertKeys: insertKeys, released: released)
         }
         var insertEntities: [Int] = []
         insertEntities.reserveCapacity(inserts.count)
@@ -382,13 +394,14 @@ struct CommitPlanner {
             deleted: plan.deletes)
     }
 
-    /// Runs ``repairInverses(rows:written:deleted:temporaryKeys:)`` over the plan and the
+    /// Runs ``repairInverses(rows:written:deleted:released:temporaryKey:)`` over the plan and the
     /// inserted rows, and takes its result back into them.
     private func repairRelationships(
         _ plan: inout CommitPlan,
         insertedValues: inout [[StoredValue]],
         inserts: [SaveRequest.Insert],
-        insertKeys: [Int64]
+        insertKeys: [Int64],
+        released: Set<RowKey>
     ) throws {
         var rows = PlannedRows(
             entityCount: tables.count,
@@ -414,7 +427,8 @@ struct CommitPlanner {
             rows[update.key] = update.values
             written.append(update.key)
         }
-        try repairInverses(rows: &rows, written: &written, deleted: Set(plan.deletes), temporaryKey: temporaryKey)
+        try repairInverses(
+            rows: &rows, written: &written, deleted: Set(plan.deletes), released: released, temporaryKey: temporaryKey)
         for (index, (insert, key)) in zip(inserts, insertKeys).enumerated() {
             insertedValues[index] = rows[RowKey(entityIndex: insert.entityIndex, primaryKey: key)]!
         }
@@ -435,6 +449,36 @@ struct CommitPlanner {
         var updates: [(key: RowKey, values: [StoredValue], changedSlots: [Int])] = []
         var restores: [(key: RowKey, values: [StoredValue], baseVersion: Int64)] = []
         var deletes: [RowKey] = []
+    }
+
+    /// Adds to `released` the rows another save deleted that a settled conflict leaves deleted
+    /// and this save may still refer to: the conflicting row itself when the policy kept the
+    /// store's version of a row deleted there (the deletion stands), and the rows the written
+    /// row's relationships held when the context last saw it that are deleted now (a policy
+    /// writing the context's whole object cannot bring them back).
+    private func releaseDeletedRows(
+        of key: RowKey, current: CommittedRow?, snapshot: [StoredValue], outcome: [StoredValue]??,
+        into released: inout Set<RowKey>
+    ) {
+        switch outcome {
+        case .none:
+            if current == nil {
+                released.insert(key)
+            }
+        case .some(.none):
+            break
+        case .some(.some(let row)):
+            let entity = model.entities[key.entityIndex]
+            for (offset, link) in model.relationshipLinks[key.entityIndex].enumerated() {
+                let column = entity.attributes.count + offset
+                guard !StoredValue.isSame(row[column], .null) else { continue }
+                let held = RelationshipKeys.decode(snapshot[column])
+                for target in RelationshipKeys.decode(row[column])
+                where held.contains(target) && tables[link.destinationIndex].row(for: target) == nil {
+                    released.insert(RowKey(entityIndex: link.destinationIndex, primaryKey: target))
+                }
+            }
+        }
     }
 
     private func conflict(
