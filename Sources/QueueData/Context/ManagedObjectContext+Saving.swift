@@ -566,6 +566,7 @@ extension ManagedObjectContext {
             object._resetTransientAttributes()
             object._state.remove(.updated)
             pendingUpdatesMaySettle = true
+            unnoteSettled(object)
         }
         postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID]))
     }
@@ -623,8 +624,22 @@ extension ManagedObjectContext {
             {
                 other._state.remove(.updated)
                 pendingUpdatesMaySettle = true
+                unnoteSettled(other)
             }
         }
+    }
+
+    /// Takes `object`, which a refresh just set back to its committed values, off the changes
+    /// the next ``processPendingChanges()`` reports, where the revert listed it: it holds no
+    /// change, and its next change must register it as updated again (a change to an object
+    /// listed since the last ``processPendingChanges()`` registers nothing).
+    fileprivate func unnoteSettled(_ object: ManagedObject) {
+        let state = object._state
+        guard state.contains(.noted), !state.contains(.updated), !state.contains(.inserted),
+            !state.contains(.deleted)
+        else { return }
+        object._state.subtract(ObjectState.eventBits)
+        changedSinceProcessing.removeAll { $0 === object }
     }
 
     /// Moves `key`, which a revert just added back (last) to `owner`'s ordered relationship at

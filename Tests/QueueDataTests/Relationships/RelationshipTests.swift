@@ -85,6 +85,45 @@ struct RelationshipTests {
         }
     }
 
+    @Test(
+        "after refresh without merging changes took a relationship change back, the same block's next change to those objects registers and saves",
+        arguments: ["expedition", "ada", "bob"])
+    func changeAfterRefreshRegisters(changed: String) throws {
+        let manager = graphManager("memory", TemporaryDirectory("refresh-then-change-\(changed)"))
+        defer { manager.close() }
+        let context = try makeRetainingContext(manager, "refresh-then-change-\(changed)")
+        let expeditionID = try context.performAndWait {
+            let ada = context.insert(Explorer.self)
+            ada.name = "ada"
+            let bob = context.insert(Explorer.self)
+            bob.name = "bob"
+            let expedition = context.insert(Expedition.self)
+            expedition.leader = ada
+            try context.save()
+            expedition.leader = bob
+            context.refresh(expedition, mergeChanges: false)
+            #expect(!context.hasChanges)
+            // The refresh listed the objects it moved back; a change to one of them, before the
+            // block ends, was written without registering it: not updated, never saved, and
+            // not taken back by rollback().
+            switch changed {
+            case "expedition": expedition.leader = bob
+            case "ada": ada.name = "ada 2"
+            default: bob.expeditions.insert(expedition)
+            }
+            #expect(context.hasChanges)
+            #expect(changed == "ada" ? ada.isUpdated : expedition.isUpdated && bob.isUpdated && ada.isUpdated)
+            try context.save()
+            return expedition.objectID
+        }
+        let reader = try makeContext(manager, "refresh-then-change-reader-\(changed)")
+        try reader.performAndWait {
+            let expedition = try reader.existingObject(with: expeditionID, as: Expedition.self)
+            #expect(expedition.leader?.name == (changed == "ada" ? "ada 2" : "bob"))
+            #expect(expedition.leader?.expeditions == [expedition])
+        }
+    }
+
     @Test("changedValues and committedValues(forKeys:) cover relationships, in their stored form")
     func changedAndCommittedRelationships() throws {
         let manager = graphManager("memory", TemporaryDirectory("relationship-values"))
