@@ -559,7 +559,16 @@ extension ManagedObjectContext {
             return
         }
         if !mergeChanges {
+            // A pending deletion is kept, but its relationship changes go back like any other
+            // object's (setting a deleted object's relationship traps: it is set as not deleted).
+            let isPendingDeletion = state.contains(.deleted)
+            if isPendingDeletion {
+                object._state.remove(.deleted)
+            }
             revertRelationships(of: object, to: row)
+            if isPendingDeletion {
+                object._state.insert(.deleted)
+            }
         }
         object._apply(row, keepingLocalChanges: mergeChanges)
         if !mergeChanges {

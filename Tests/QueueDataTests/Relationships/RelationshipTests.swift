@@ -124,6 +124,33 @@ struct RelationshipTests {
         }
     }
 
+    @Test(
+        "refresh without merging changes of a pending deletion takes its relationship change back and keeps the deletion"
+    )
+    func refreshPendingDeletionWithRelationshipChange() throws {
+        let manager = graphManager("memory", TemporaryDirectory("refresh-deleted"))
+        defer { manager.close() }
+        let context = try makeRetainingContext(manager, "refresh-deleted")
+        try context.performAndWait {
+            let ada = context.insert(Explorer.self)
+            let bob = context.insert(Explorer.self)
+            let expedition = context.insert(Expedition.self)
+            expedition.leader = ada
+            try context.save()
+            expedition.leader = bob
+            context.delete(expedition)
+            // Trapped: "Expedition.leader was set on a deleted object".
+            context.refresh(expedition, mergeChanges: false)
+            #expect(expedition.isDeleted)
+            #expect(expedition.leader === ada)
+            #expect(bob.expeditions.isEmpty)
+            #expect(ada.expeditions == [expedition])
+            try context.save()
+            #expect(try context.count(for: FetchRequest<Expedition>()) == 0)
+            #expect(ada.expeditions.isEmpty && bob.expeditions.isEmpty)
+        }
+    }
+
     @Test("changedValues and committedValues(forKeys:) cover relationships, in their stored form")
     func changedAndCommittedRelationships() throws {
         let manager = graphManager("memory", TemporaryDirectory("relationship-values"))
