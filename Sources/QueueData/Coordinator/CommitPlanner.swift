@@ -226,6 +226,22 @@ struct CommitPlanner {
                     }
                 }
             }
+            if relational {
+                for (item, outcome) in zip(conflicting, outcomes) {
+                    guard let object = item.objectValues else { continue }
+                    switch outcome {
+                    case .none:
+                        guard let current = item.current else { continue }
+                        followDiscardedToOnes(
+                            of: item.key, final: current.values, object: object, snapshot: item.snapshot, plan: &plan)
+                    case .some(.none):
+                        continue
+                    case .some(.some(let row)):
+                        followDiscardedToOnes(
+                            of: item.key, final: row, object: object, snapshot: item.snapshot, plan: &plan)
+                    }
+                }
+            }
         }
 
         // Inserts the context made as copies of its objects' rows, in a model whose saves never
@@ -449,6 +465,49 @@ struct CommitPlanner {
         var updates: [(key: RowKey, values: [StoredValue], changedSlots: [Int])] = []
         var restores: [(key: RowKey, values: [StoredValue], baseVersion: Int64)] = []
         var deletes: [RowKey] = []
+    }
+
+    /// Where the policy did not keep the context's change of a conflicting row's to-one
+    /// relationship (a to-one is one property, like an attribute), takes back what the context
+    /// changed on the other side of it in the rows this save writes: the objects it pointed the
+    /// relationship to no longer hold the row, and the one the kept value names holds it.
+    /// Without this, the inverses repaired from those rows carried the discarded change back
+    /// into the conflicting row.
+    private func followDiscardedToOnes(
+        of key: RowKey, final: [StoredValue], object: [StoredValue], snapshot: [StoredValue],
+        plan: inout CommitPlan
+    ) {
+        let entity = model.entities[key.entityIndex]
+        for (offset, link) in model.relationshipLinks[key.entityIndex].enumerated() where !link.relationship.isToMany {
+            let column = entity.attributes.count + offset
+            guard !StoredValue.isSame(object[column], snapshot[column]),
+                !StoredValue.isSame(final[column], object[column])
+            else { continue }
+            let kept = RelationshipKeys.decode(final[column]).first
+            for target in RelationshipKeys.decode(object[column]) + RelationshipKeys.decode(snapshot[column]) {
+                let targetKey = RowKey(entityIndex: link.destinationIndex, primaryKey: target)
+                guard let index = plan.updates.firstIndex(where: { $0.key == targetKey }) else { continue }
+                var values = plan.updates[index].values
+                let holds = target == kept
+                if link.inverse.isToMany {
+                    var keys = RelationshipKeys.decode(values[link.inverseColumn])
+                    if holds {
+                        if !keys.contains(key.primaryKey) {
+                            keys.append(key.primaryKey)
+                        }
+                    } else {
+                        keys.removeAll { $0 == key.primaryKey }
+                    }
+                    values[link.inverseColumn] = RelationshipKeys.encode(keys, for: link.inverse)
+                } else if holds {
+                    values[link.inverseColumn] = .integer(key.primaryKey)
+                } else if RelationshipKeys.decode(values[link.inverseColumn]).first == key.primaryKey {
+                    values[link.inverseColumn] =
+                        tables[link.destinationIndex].row(for: target)?.values[link.inverseColumn] ?? .null
+                }
+                plan.updates[index].values = values
+            }
+        }
     }
 
     /// Adds to `released` the rows another save deleted that a settled conflict leaves deleted

@@ -167,3 +167,60 @@ struct PolicyDeletedRelatedTests {
         }
     }
 }
+
+/// A to-one relationship both contexts changed is one property, like an attribute: the policy
+/// decides its value, and the other sides of the link follow.
+@Suite("Merge policies on a to-one relationship both sides changed")
+struct PolicyToOneTests {
+    @Test(
+        "B moves X to e1 and renames it, A moves X to e2: the stored leader is the policy's",
+        arguments: [
+            ("mergeByPropertyStoreTrump", "e1"), ("mergeByPropertyObjectTrump", "e2"), ("overwrite", "e2"),
+            ("rollback", "e1"),
+        ])
+    func toOneConflict(_ name: String, _ leader: String) throws {
+        let store = InMemoryStore()
+        let manager = ContextManager(delegate: TestStoreDelegate(model: graphModel, storeType: .custom { _ in store }))
+        defer { manager.close() }
+        let seed = try manager.createContext()
+        let (xID, explorerIDs) = try seed.performAndWait {
+            let explorers = (0..<3).map { index in
+                let explorer = seed.insert(Explorer.self)
+                explorer.name = "e\(index)"
+                return explorer
+            }
+            let x = seed.insert(Expedition.self)
+            x.leader = explorers[0]
+            try seed.save()
+            return (x.objectID, explorers.map(\.objectID))
+        }
+        let a = try makeRetainingContext(manager, "A")
+        let b = try makeContext(manager, "B")
+        let x = try a.performAndWait {
+            a.automaticallyMergesChangesFromOtherContexts = false
+            a.mergePolicy = PolicyDeletedRelatedTests.policies[name]!
+            let x = try a.existingObject(with: xID, as: Expedition.self)
+            _ = x.leader
+            return x
+        }
+        try b.performAndWait {
+            let x = try b.existingObject(with: xID, as: Expedition.self)
+            x.leader = try b.existingObject(with: explorerIDs[1], as: Explorer.self)
+            x.title = "xB"
+            try b.save()
+        }
+        try a.performAndWait {
+            x.leader = try a.existingObject(with: explorerIDs[2], as: Explorer.self)
+            try a.save()  // store trump and rollback stored e2: A's change came back through e2's row
+            #expect(x.leader?.name == leader, "\(name): A's X holds what was stored")
+        }
+        let check = try makeContext(manager, "check")
+        try check.performAndWait {
+            let stored = try check.existingObject(with: xID, as: Expedition.self)
+            #expect(stored.leader?.name == leader, "\(name)")
+            for explorer in try check.fetch(FetchRequest<Explorer>()) {
+                #expect(explorer.expeditions.map(\.objectID) == (explorer.name == leader ? [xID] : []), "\(name)")
+            }
+        }
+    }
+}
