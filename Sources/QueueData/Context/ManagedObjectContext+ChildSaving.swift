@@ -138,7 +138,7 @@ extension ManagedObjectContext {
                     objectID: ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: key),
                     snapshotVersion: 0, committedVersion: current == nil ? nil : 0,
                     snapshotValues: named(snapshot), committedValues: current.map(named),
-                    objectValues: object.map(named)))
+                    objectValues: object.map(named), isWithParent: true))
             conflictWrites.append((entityIndex, key, current, snapshot, object, deleted))
         }
 

@@ -254,6 +254,8 @@ public struct MergeConflict: Sendable, CustomStringConvertible {
     public let committedValues: [String: StoredValue]?
     /// The context's values (the object snapshot), or `nil` if the context deleted the object.
     public let objectValues: [String: StoredValue]?
+    /// Whether the other side is the parent of the saving child context (it has no versions).
+    var isWithParent = false
 
     /// The attributes the context changed (all of them if it deleted the object).
     public var changedAttributes: [String] {
@@ -263,9 +265,13 @@ public struct MergeConflict: Sendable, CustomStringConvertible {
         }
     }
 
-    /// `ID: version a → b` (or `deleted`), and what the context did.
+    /// `ID: version a → b` (or `deleted`; for a child's save, what its parent did), and what the
+    /// context did.
     public var description: String {
-        let committed = committedVersion.map { "version \(snapshotVersion) → \($0)" } ?? "deleted by another save"
+        let committed =
+            isWithParent
+            ? (committedVersion == nil ? "deleted in the parent context" : "changed in the parent context since read")
+            : committedVersion.map { "version \(snapshotVersion) → \($0)" } ?? "deleted by another save"
         let local = objectValues == nil ? "deleted here" : "changed here: \(changedAttributes.joined(separator: ", "))"
         return "\(objectID): \(committed); \(local)"
     }
