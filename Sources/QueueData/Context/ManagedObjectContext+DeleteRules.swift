@@ -86,7 +86,7 @@ extension ManagedObjectContext {
                 let key = object._objectID.rawValue
                 queue += relatedObjects(of: object, column: column).filter {
                     !$0._state.contains(.detached)
-                        && RelationshipKeys.decode($0._value(at: link.inverseColumn)).contains(key)
+                        && RelationshipKeys.contains(key, in: $0._value(at: link.inverseColumn))
                 }
             }
         }

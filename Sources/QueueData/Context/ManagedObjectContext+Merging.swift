@@ -153,7 +153,7 @@ extension ManagedObjectContext {
                 let keys = RelationshipKeys.decode(object._value(at: entity.attributes.count + offset))
                 for targetKey in keys {
                     guard let target = registry[link.destinationIndex][targetKey],
-                        RelationshipKeys.decode(target._value(at: link.inverseColumn)).contains(key)
+                        RelationshipKeys.contains(key, in: target._value(at: link.inverseColumn))
                     else { continue }
                     removeKey(key, from: target, column: link.inverseColumn, relationship: link.inverse)
                     if link.relationship.deleteRule == .cascade, !target._state.contains(.deleted) {

@@ -296,7 +296,7 @@ final class StoreCoordinator: @unchecked Sendable {
                         }
                         guard
                             !inverses
-                                || RelationshipKeys.decode(target.values[link.inverseColumn]).contains(row.primaryKey)
+                                || RelationshipKeys.contains(row.primaryKey, in: target.values[link.inverseColumn])
                         else {
                             throw ReferenceFailure(
                                 entityName: entity.name, primaryKey: row.primaryKey,

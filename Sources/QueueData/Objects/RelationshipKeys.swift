@@ -23,6 +23,15 @@ enum RelationshipKeys {
         }
     }
 
+    /// Whether the stored relationship value holds `key` (read in place: no array of keys).
+    static func contains(_ key: Int64, in value: StoredValue) -> Bool {
+        switch value {
+        case .integer(let held): return held == key
+        case .data(let data): return firstIndex(of: key, in: data) != nil
+        default: return false
+        }
+    }
+
     /// The stored value of `keys` for `relationship`: sorted unless it is ordered.
     static func encode(_ keys: [Int64], for relationship: RelationshipDescription) -> StoredValue {
         guard relationship.isToMany else {

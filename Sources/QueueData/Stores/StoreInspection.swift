@@ -326,7 +326,7 @@ public struct StoreInspection: Sendable {
                             continue
                         }
                         guard inverseColumn < target.count,
-                            RelationshipKeys.decode(target[inverseColumn]).contains(row.primaryKey)
+                            RelationshipKeys.contains(row.primaryKey, in: target[inverseColumn])
                         else {
                             problem(
                                 entity.name, row.primaryKey,
