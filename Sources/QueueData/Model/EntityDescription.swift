@@ -22,8 +22,9 @@ public final class EntityDescription: Sendable, Hashable, CustomStringConvertibl
     /// The entity's name in stores written before it was renamed; not part of the version hash.
     public let originalName: String?
     /// The name of the entity this one inherits from (Core Data's `superentity`): for a
-    /// `ManagedObject` subclass, the entity of its superclass (`nil` when the superclass is
-    /// `ManagedObject`); for an entity a store read back, the one it recorded. A fetch, a
+    /// `ManagedObject` subclass in a model, the entity of its nearest superclass the model
+    /// lists (`nil` when there is none: a common base class the model leaves out is no
+    /// entity); for an entity a store read back, the one it recorded. A fetch, a
     /// uniqueness constraint and an export of an entity include its subentities. An entity
     /// described without a subclass that names a superentity declares everything the
     /// superentity does (attributes, relationships, uniqueness constraints), as a subclass

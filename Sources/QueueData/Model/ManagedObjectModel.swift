@@ -68,6 +68,14 @@ public final class ManagedObjectModel: Sendable, CustomStringConvertible {
     ///   superentities of entities described without a subclass loop or name a missing entity,
     ///   or such a subentity lacks something its superentity declares.
     public init(entities: [EntityDescription]) throws {
+        // A subclass's superentity is its nearest superclass the model lists (Core Data's: a
+        // class between them, or a common base class, that is no entity is passed over).
+        let entities = try entities.map { entity in
+            guard !entity.classLineage.isEmpty else { return entity }
+            let nearest = entity.superentity(in: entities)?.name
+            guard nearest != entity.superentityName else { return entity }
+            return try entity.recording(uniquenessConstraints: entity.uniquenessConstraints, superentityName: nearest)
+        }
         var byName: [String: EntityDescription] = [:]
         var indexes: [String: Int] = [:]
         var byClass: [ObjectIdentifier: Int] = [:]
