@@ -3,8 +3,8 @@
 ///
 /// A constraint declared on an entity also binds its subentities (they inherit the attributes
 /// and the declaration), across all of them: an entity and its subentities share one index.
-/// A row with `nil` in any of the constraint's attributes is not constrained (as with SQL's
-/// `UNIQUE`): any number of rows may leave a unique attribute unset.
+/// A row with `nil` (or a NaN) in any of the constraint's attributes is not constrained (as
+/// with SQL's `UNIQUE`): any number of rows may leave a unique attribute unset.
 struct UniquenessIndex: Sendable {
     /// The entity that declares the constraint (the topmost one in its hierarchy).
     let entityName: String
@@ -48,7 +48,7 @@ struct UniquenessIndex: Sendable {
         guard let columns = columns[entityIndex] else { return nil }
         if columns.count == 1 {
             let single = value(columns[0])
-            if case .null = single {
+            if Self.isUnconstrained(single) {
                 return nil
             }
             return .one(single)
@@ -57,12 +57,25 @@ struct UniquenessIndex: Sendable {
         result.reserveCapacity(columns.count)
         for column in columns {
             let columnValue = value(column)
-            if case .null = columnValue {
+            if Self.isUnconstrained(columnValue) {
                 return nil
             }
             result.append(columnValue)
         }
         return .several(result)
+    }
+
+    /// Whether `value` leaves a row unconstrained: `nil`, and a NaN (a `Double`, or a `Date`
+    /// whose interval is NaN), which equals nothing, itself included — SQLite stores it as
+    /// `NULL`. (Kept in `rows`, a NaN could never be found again to be removed: each save of
+    /// one added an entry for good.)
+    private static func isUnconstrained(_ value: StoredValue) -> Bool {
+        switch value {
+        case .null: return true
+        case .double(let double): return double.isNaN
+        case .date(let date): return date.timeIntervalSinceReferenceDate.isNaN
+        default: return false
+        }
     }
 
     /// The indexes of every constraint of `model`, empty (without rows).
