@@ -81,14 +81,11 @@ extension ManagedObjectContext {
         try confinement.withMarkedBlock {
             if let ids = try committedGraphMatches(request) {
                 // Matched on the committed graph (see `committedGraphMatches`); registered a
-                // batch at a time.
+                // batch at a time, and let go as `visit` lets its batches go.
                 var start = 0
                 while start < ids.count {
                     let end = Swift.min(start + batchSize, ids.count)
-                    for object in try registeredObjects(Array(ids[start..<end]), as: Result.self, keepingDeleted: true)
-                    {
-                        try body(object)
-                    }
+                    try visit(Array(ids[start..<end]), body)
                     start = end
                 }
                 return
@@ -146,6 +143,28 @@ extension ManagedObjectContext {
             }
             try body(unsafeDowncast(object, to: Result.self))
         }
+    }
+
+    /// ``visit(_:_:)`` for the objects of `ids` (a batch of matches), looked up by ID.
+    private func visit<Result: ManagedObject>(_ ids: [ObjectID], _ body: (Result) throws -> Void) throws {
+        var registeredHere: [(entityIndex: Int, key: Int64)] = []
+        for id in ids {
+            if let entityIndex = entityIndex(of: id), registry[entityIndex][id.rawValue] == nil {
+                registeredHere.append((entityIndex, id.rawValue))
+            }
+        }
+        defer {
+            for (entityIndex, key) in registeredHere {
+                _ = registry[entityIndex].releaseIfUnreferenced(key: key, where: Self.hasNoPendingChanges)
+            }
+        }
+        // In a function of its own, so that the batch's references are gone when it returns.
+        func callBody() throws {
+            for object in try registeredObjects(ids, as: Result.self, keepingDeleted: true) {
+                try body(object)
+            }
+        }
+        try callBody()
     }
 
     /// The objects matching `request` as the fetch would return them, without registering

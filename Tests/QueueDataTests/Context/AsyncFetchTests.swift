@@ -63,6 +63,48 @@ struct AsyncFetchTests {
         #expect(try await context.fetch(request) { $0.map(\.objectID) } == [ids[0], ids[2]])
     }
 
+    @Test("enumerating without pending changes through relationships lets each batch go, as any enumeration")
+    func committedEnumerationLetsBatchesGo() throws {
+        let manager = graphManager("memory", TemporaryDirectory("committed-enumeration"))
+        let context = try makeContext(manager, "committed-enumeration")
+        let request = FetchRequest<Expedition>(
+            predicate: #Predicate { $0.leader?.name == "Ada" }, sortBy: [SortDescriptor(\.title)],
+            includesPendingChanges: false)
+        try context.performAndWait {
+            let ada = context.insert(Explorer.self)
+            ada.name = "Ada"
+            for index in 0..<40 {
+                let expedition = context.insert(Expedition.self)
+                expedition.title = "E\(100 + index)"
+                expedition.leader = ada
+            }
+            try context.save()
+            context.reset()
+            // A pending change, so that the request runs on the committed graph.
+            let leader = try context.first(Explorer.self, where: #Predicate { $0.name == "Ada" })
+            leader.name = "Grace"
+            let before = context.registeredObjects.count
+            var most = 0
+            var kept: [Expedition] = []
+            var titles: [String] = []
+            try context.enumerate(request, batchSize: 5) { expedition in
+                titles.append(expedition.title)
+                most = max(most, context.registeredObjects.count)
+                if expedition.title == "E110" {
+                    kept.append(expedition)  // referenced: stays
+                } else if expedition.title == "E120" {
+                    expedition.title = "E120 changed"  // changed: stays
+                }
+            }
+            #expect(titles == (0..<40).map { "E\(100 + $0)" })
+            #expect(most <= before + 2 + 5, "\(most) registered at most, \(before) before")  // the two kept, a batch
+            #expect(
+                Set(context.registeredObjects.compactMap { ($0 as? Expedition)?.title }) == ["E110", "E120 changed"])
+            #expect(context.registeredObjects.count == before + 2)
+            #expect(kept.count == 1)
+        }
+    }
+
     @Test("results are matched off the queue, then registered and delivered on the context's queue")
     func deliversOnQueue() async throws {
         let manager = makeManager()
