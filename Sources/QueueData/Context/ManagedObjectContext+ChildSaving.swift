@@ -246,7 +246,7 @@ extension ManagedObjectContext {
                         object._setValue(values[slot], at: slot)
                     }
                 }
-                delete(object)
+                delete(object, preparing: false)
             case .restore(let restore):
                 let entity = model.entities[restore.entityIndex]
                 let key = translated(restore.primaryKey)

@@ -58,7 +58,7 @@ extension ManagedObjectContext {
                 removeKey(target._objectID.rawValue, from: deleted, column: column, relationship: link.relationship)
                 removeKey(key, from: target, column: link.inverseColumn, relationship: link.inverse)
                 if link.relationship.deleteRule == .cascade, !target._state.contains(.deleted) {
-                    delete(target)
+                    delete(target, preparing: true)
                     if Self.isPendingDelete(target) {
                         cascaded.append(target)
                     }
@@ -108,7 +108,7 @@ extension ManagedObjectContext {
         }
         guard failures.isEmpty else { return failures }
         for object in doomed where !object._state.contains(.deleted) {
-            delete(object)
+            delete(object, preparing: true)
         }
         for object in doomed {
             detachFromRelatedObjects(object, keeping: seen)
@@ -139,7 +139,7 @@ extension ManagedObjectContext {
         }
         detachFromRelatedObjects(object)
         for target in cascaded {
-            delete(target)
+            delete(target, preparing: true)
         }
     }
 

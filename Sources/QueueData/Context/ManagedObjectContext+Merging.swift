@@ -157,7 +157,7 @@ extension ManagedObjectContext {
                     else { continue }
                     removeKey(key, from: target, column: link.inverseColumn, relationship: link.inverse)
                     if link.relationship.deleteRule == .cascade, !target._state.contains(.deleted) {
-                        delete(target)
+                        delete(target, preparing: false)
                         if Self.isPendingDelete(target) {
                             cascaded.append(target)
                         }

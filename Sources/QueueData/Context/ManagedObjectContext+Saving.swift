@@ -579,6 +579,63 @@ extension ManagedObjectContext {
         }
         postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID]))
     }
+
+    /// Updates every registered object with its committed values, keeping unsaved changes:
+    /// ``refresh(_:mergeChanges:)`` with `true` for each (Core Data's `refreshAllObjects()`),
+    /// looked up in one trip to the store.
+    ///
+    /// Inserted objects are left alone; objects another context deleted leave this context (as
+    /// a merge would do). Posts one ``objectsDidChangeNotification`` with the refreshed and
+    /// deleted objects. Like `refresh(_:mergeChanges: true)`, a save afterwards does not
+    /// conflict with what the objects were refreshed to.
+    ///
+    /// - Important: Call on the context's queue.
+    public func refreshAllObjects() {
+        checkConfined()
+        processPendingChangesOnQueue()
+        var keys: [Int: [Int64]] = [:]
+        var objects: [Int: [ManagedObject]] = [:]
+        for (entityIndex, entityObjects) in registry.enumerated() {
+            for object in entityObjects.values
+            where !object._state.contains(.detached) && !object._state.contains(.inserted) {
+                keys[entityIndex, default: []].append(object._objectID.rawValue)
+                objects[entityIndex, default: []].append(object)
+            }
+        }
+        guard !keys.isEmpty else { return }
+        let coordinator = self.coordinator
+        let lookup = Result {
+            if parent != nil {
+                return try keys.map { entityIndex, keys in
+                    (entityIndex, try baseRows(entityIndex: entityIndex, primaryKeys: keys))
+                }
+            }
+            return try coordinator.sync {
+                try keys.map { entityIndex, keys in
+                    (entityIndex, try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: keys))
+                }
+            }
+        }
+        guard case .success(let rows) = lookup else {
+            // The store is closed: nothing to refresh from, and nothing is known to be deleted.
+            return
+        }
+        var refreshed: [ObjectID] = []
+        var deleted: [ObjectID] = []
+        for (entityIndex, entityRows) in rows {
+            for (object, found) in zip(objects[entityIndex]!, entityRows) {
+                guard let row = found else {
+                    unregister(object)
+                    object._state = [.deleted, .detached]
+                    deleted.append(object._objectID)
+                    continue
+                }
+                object._apply(row, keepingLocalChanges: true)
+                refreshed.append(object._objectID)
+            }
+        }
+        postObjectsDidChange(ObjectsDidChange(deleted: deleted, refreshed: refreshed))
+    }
 }
 
 extension ManagedObjectContext {

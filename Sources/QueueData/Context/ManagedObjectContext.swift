@@ -74,6 +74,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// once (an object's `.noted` state says it is listed; deleted objects are listed by
     /// `delete`). What they report is decided by their state when the changes are processed.
     @exclusivity(unchecked) var changedSinceProcessing: [ManagedObject] = []
+    /// The objects whose ``ManagedObject/prepareForDeletion()`` is running: deleting one of
+    /// them from its own hook does not call the hook again.
+    var objectsPreparingForDeletion: [ObjectIdentifier] = []
     /// QueueData's own observers of every change (see `addChangeObserver(owner:_:)`).
     var changeObservers: [ChangeObserver] = []
     var mergesAutomaticallyValue = true
@@ -332,6 +335,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Marks `object` for deletion at the next save; deleting an object inserted since the
     /// last save simply discards it.
     ///
+    /// The object's ``ManagedObject/prepareForDeletion()`` runs first, with its values and
+    /// relationships as they are; so does that of each object a cascade delete rule deletes
+    /// with it, when the rule is applied.
+    ///
     /// Traps if the object belongs to another context.
     ///
     /// - Important: Call on the context's queue.
@@ -342,6 +349,23 @@ public final class ManagedObjectContext: @unchecked Sendable {
                 "QueueData: delete(_:) was called on context '\(name)' with a \(object.entity.name) object "
                     + "of another context ('\(object._confinement.contextName)'). Get this context's "
                     + "instance with object(with: objectID) first.")
+        }
+        delete(object, preparing: true)
+    }
+
+    /// ``delete(_:)``, calling the object's ``ManagedObject/prepareForDeletion()`` first when
+    /// `preparing` (a deletion the app asked for, or a cascade of one); not for deletions a
+    /// merge or a child's save applies.
+    func delete(_ object: ManagedObject, preparing: Bool) {
+        if object._state.contains(.detached) || object._state.contains(.deleted) {
+            return
+        }
+        if preparing, !objectsPreparingForDeletion.contains(ObjectIdentifier(object)) {
+            objectsPreparingForDeletion.append(ObjectIdentifier(object))
+            confinement.withMarkedBlock {
+                object.prepareForDeletion()
+            }
+            objectsPreparingForDeletion.removeLast()
         }
         let state = object._state
         if state.contains(.detached) || state.contains(.deleted) {

@@ -459,6 +459,16 @@ open class ManagedObject: Hashable {
     /// to set up initial values beyond the declared defaults; call `super`.
     open func awakeFromInsert() {}
 
+    /// Called on the context's queue when the object is about to be deleted, before anything
+    /// changes: by ``ManagedObjectContext/delete(_:)``, and for each object a cascade delete
+    /// rule deletes along with another, when the rule applies (at the save, or at the end of
+    /// the event with an undo manager). The object still has its values and relationships;
+    /// use it to clean up what the object stands for outside the store (a file it names, say),
+    /// or to delete or change other objects. Not called for objects another context's save
+    /// deleted (a merge removes them), nor for deletions a child context's save or an undo
+    /// applies. Call `super`.
+    open func prepareForDeletion() {}
+
     /// Called at `save()`, on the context's queue, for each object the save will write —
     /// inserted, updated or deleted — before validation; call `super`.
     ///
