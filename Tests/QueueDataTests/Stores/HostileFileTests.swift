@@ -265,6 +265,7 @@ struct HostileFileTests {
             ("a counter below the keys in use", #""Entry": 31"#, #""Entry": 12"#, "handed out twice"),
             ("a counter of a removed entity below 1", #""Entry": 31"#, #""Entry": 31, "Ghost": -4"#, "at least 1"),
             ("a counter of zero", #""Entry": 31"#, #""Entry": 0"#, "at least 1"),
+            ("a counter of 2^63 - 1", #""Entry": 31"#, #""Entry": 9223372036854775807"#, "below 2^63 - 1"),
             ("two rows with one id", #"{"id": 8,"#, #"{"id": 7,"#, "have the id 7"),
             ("a version hash of another schema", #""versionHash": ""#, #""versionHash": "0"#, "not the hash"),
             ("a row id of 2^63 - 1", #"{"id": 30,"#, #"{"id": 9223372036854775807,"#, "below 2^63"),

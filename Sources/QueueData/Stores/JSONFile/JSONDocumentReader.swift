@@ -197,7 +197,8 @@ enum JSONDocumentReader {
         for (entityName, counter) in metadata.keys {
             guard counter.value >= 1, counter.value < Int64.max else {
                 throw Problem.malformed(
-                    "the next primary key of '\(entityName)' is \(counter.value); it must be at least 1",
+                    "the next primary key of '\(entityName)' is \(counter.value); it must be at least 1 and below "
+                        + "2^63 - 1",
                     offset: counter.offset)
             }
         }
