@@ -138,6 +138,29 @@ struct BackgroundCompactionTests {
         }
     }
 
+    @Test("a compaction on demand that succeeds clears the error of a failed automatic one")
+    func explicitCompactionClearsFailure() throws {
+        let directory = TemporaryDirectory("background-failure-cleared")
+        let fileSystem = FaultyFileSystem()
+        let stores = Stores()
+        let manager = journalManager(directory, fileSystem: fileSystem, onStore: stores.add)
+        defer { manager.close() }
+        let context = try manager.createContext()
+        let object = try context.performAndWait {
+            let object = context.insert(Destination.self)
+            try context.save()
+            return object
+        }
+        fileSystem.fail("open", pathContaining: ".tmp-")
+        try saveRounds(context, object) { _ in
+            stores.last?.compactionWrites.wait()
+            return stores.last?.lastCompactionError != nil
+        }
+        try manager.compactPersistentStore()
+        #expect(try directory.bytes(of: "Store.journal").count < 1 << 20)
+        #expect(stores.last?.lastCompactionError == nil, "the journal no longer grows: a compaction succeeded")
+    }
+
     @Test(
         "a failure after the compaction replaced the journal fails the save that finished it; the journal refuses commits"
     )

@@ -45,6 +45,7 @@ public final class JournalStore: PersistentStore {
 
     /// The error of the last automatic compaction, if it failed before replacing the journal.
     /// The saves were made durable in the journal; it keeps growing until a compaction succeeds.
+    /// `nil` again once one does, automatic or on demand (``compact(_:)``).
     public private(set) var lastCompactionError: StoreError?
 
     /// The lock, the open sequence, the refusal after a failed write or sync, migration and
@@ -630,6 +631,7 @@ public final class JournalStore: PersistentStore {
         // The journal's name now points to the new file.
         try lifecycle.completeReplacement("switch to the compacted journal") { try switchToNewFile() }
         try didSwitch(to: newHeader, fileSize: bytes.count, payloadSize: payloadSize, state: state)
+        lastCompactionError = nil
     }
 
     /// Finishes an automatic compaction whose snapshot is written: appends the records
