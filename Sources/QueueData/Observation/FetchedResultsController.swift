@@ -22,8 +22,11 @@ import Foundation
 /// it there (every method checks and traps otherwise); its ``snapshot`` is `Sendable`.
 ///
 /// **Order.** Objects are sorted by the request's attribute sorts (``FetchRequest/attributeSorts``),
-/// then its sort descriptors; ties keep the order a fetch gives them (saved objects by primary
-/// key, then unsaved inserts in the order they were inserted). With a section key path, objects
+/// then its sort descriptors; ties are ordered by object ID: permanent IDs by primary key, then
+/// temporary IDs (unsaved inserts) in the order they were inserted. That is the order a fetch
+/// gives them, but for an unsaved insert that has a permanent ID — an object an undo brought
+/// back after a save deleted it — which a fetch lists with the unsaved inserts, and the
+/// controller by its primary key. With a section key path, objects
 /// are grouped by the section name: when the request has no attribute sorts and its first sort
 /// descriptor sorts by the section key path (as Core Data requires), sections come in that
 /// order; otherwise sections are ordered by name (`<`), each holding its objects in sorted order.
