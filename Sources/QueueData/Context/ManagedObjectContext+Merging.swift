@@ -60,7 +60,9 @@ extension ManagedObjectContext {
     /// rules apply to the links this context made to them and has not saved (a cascade deletes
     /// the linking object, any other rule lets it go; not an undoable action); inserted objects
     /// become fetchable. Saves older than what the context already has are ignored, so merges
-    /// may arrive in any order. Posts ``objectsDidChangeNotification`` when something changed.
+    /// may arrive in any order. Posts ``objectsDidChangeNotification`` when something changed,
+    /// then, when delete rules changed objects here, another with those changes (as
+    /// ``processPendingChanges()`` reports them).
     ///
     /// - Parameter notification: A ``didSaveNotification``; other notifications are ignored.
     /// - Important: Call on the context's queue.
@@ -185,7 +187,8 @@ extension ManagedObjectContext {
             deleted.append(objectID)
             gone.append(object)
         }
-        if gone.contains(where: { !$0.entity.relationships.isEmpty }) {
+        let appliesDeletionRules = gone.contains(where: { !$0.entity.relationships.isEmpty })
+        if appliesDeletionRules {
             applyMergedDeletionRules(gone)
         }
         let visible = ObjectsDidChange(
@@ -195,8 +198,24 @@ extension ManagedObjectContext {
         }
         // Nothing to post when the save touched nothing this context holds and inserted
         // nothing (NotificationCenter posts contend on one lock across all queues).
-        guard !visible.isEmpty else { return }
-        NotificationCenter.default.post(
-            name: Self.objectsDidChangeNotification, object: self, userInfo: [ObjectsDidChange.userInfoKey: visible])
+        if !visible.isEmpty {
+            NotificationCenter.default.post(
+                name: Self.objectsDidChangeNotification, object: self,
+                userInfo: [ObjectsDidChange.userInfoKey: visible])
+        }
+        if appliesDeletionRules {
+            reportMergedDeletionRuleChanges()
+        }
+    }
+
+    /// Reports what the delete rules of a merge changed here (objects a cascade deleted, links
+    /// let go) right after the merge, not at the context's next event: a merge runs in a block
+    /// of its own, and until then a fetched-results controller would show objects a fetch no
+    /// longer gives. Not an undoable action, as the rules' changes are not.
+    private func reportMergedDeletionRuleChanges() {
+        let undoManager = undoManagerValue
+        undoManager?.disabledCount += 1
+        defer { undoManager?.disabledCount -= 1 }
+        processPendingChangesOnQueue()
     }
 }

@@ -444,3 +444,45 @@ struct ControllerGraphReferenceTests {
         manager.close()
     }
 }
+
+@Suite("Fetched-results controller: deletions a merge cascades")
+struct ControllerMergedCascadeTests {
+    @Test("a merged deletion that cascades to an unsaved link here removes the linked object from the controller")
+    func mergedDeletionCascades() throws {
+        let manager = ContextManager(delegate: TestStoreDelegate(model: graphBookModel))
+        let context = try makeContext(manager, "cascade-controller")
+        let other = try makeContext(manager, "cascade-other")
+        let shelfID = try context.performAndWait {
+            let shelf = context.insert(GraphShelf.self)
+            shelf.name = "doomed"
+            let book = context.insert(GraphBook.self)
+            book.title = "Atlas"
+            book.pages = 1
+            try context.save()
+            return shelf.objectID
+        }
+        let delegate = GraphRecordingDelegate()
+        let controller = try context.performAndWait {
+            let controller = FetchedResultsController(
+                fetchRequest: FetchRequest<GraphBook>(sortBy: [SortDescriptor(\.title)]), managedObjectContext: context)
+            controller.delegate = delegate
+            try controller.performFetch()
+            // An unsaved link to the shelf: the book is on it only here.
+            let book = controller.object(at: IndexPath(indexes: [0, 0]))
+            book.shelf = try context.existingObject(with: shelfID, as: GraphShelf.self)
+            return controller
+        }
+        try other.performAndWait {
+            other.delete(try other.existingObject(with: shelfID, as: GraphShelf.self))
+            try other.save()
+        }
+        // The merge ran in a block of its own (no `perform`, whose end would report the
+        // context's pending changes): right after it, the controller already agrees with a fetch.
+        let afterMerge = try context.queue.sync {
+            (try context.fetch(FetchRequest<GraphBook>()).count, controller.snapshot.objectIDs.count)
+        }
+        #expect(afterMerge.0 == 0, "the cascade deleted the book here")
+        #expect(afterMerge.1 == 0, "the controller shows what a fetch gives, right after the merge")
+        manager.close()
+    }
+}
