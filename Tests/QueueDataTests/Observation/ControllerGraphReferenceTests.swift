@@ -495,3 +495,57 @@ struct ControllerMergedCascadeTests {
         manager.close()
     }
 }
+
+@Suite("Fetched-results controller: predicates through a relationship")
+struct ControllerRelationshipPredicateTests {
+    @Test("a book is re-evaluated when it changes itself, with its shelf's merged name")
+    func reevaluatedWithMergedShelf() throws {
+        let manager = ContextManager(delegate: TestStoreDelegate(model: graphBookModel))
+        let context = try makeContext(manager, "rel-controller")
+        let other = try makeContext(manager, "rel-other")
+        let bookID = try context.performAndWait {
+            let shelf = context.insert(GraphShelf.self)
+            shelf.name = "A"
+            let book = context.insert(GraphBook.self)
+            book.title = "Atlas"
+            book.shelf = shelf
+            try context.save()
+            return book.objectID
+        }
+        let controller = try context.performAndWait {
+            let controller = FetchedResultsController(
+                fetchRequest: FetchRequest<GraphBook>(
+                    predicate: #Predicate { $0.shelf?.name == "A" }, sortBy: [SortDescriptor(\.title)]),
+                managedObjectContext: context)
+            try controller.performFetch()
+            #expect(controller.snapshot.objectIDs == [bookID])
+            return controller
+        }
+        // Another context renames the shelf and changes the book in one save.
+        try other.performAndWait {
+            let book = try other.existingObject(with: bookID, as: GraphBook.self)
+            book.shelf!.name = "B"
+            book.pages = 9
+            try other.save()
+        }
+        let afterMerge = try context.queue.sync {
+            (try context.fetch(controller.fetchRequest).map(\.objectID), controller.snapshot.objectIDs)
+        }
+        #expect(afterMerge.0 == [])
+        #expect(afterMerge.1 == afterMerge.0)
+        // A child renames it back and touches the book: pushed, the book matches again.
+        let child = context.performAndWait { context.newChildContext() }
+        try child.performAndWait {
+            let book = try child.existingObject(with: bookID, as: GraphBook.self)
+            book.shelf!.name = "A"
+            book.pages = 3
+            try child.save()
+        }
+        let afterPush = try context.queue.sync {
+            (try context.fetch(controller.fetchRequest).map(\.objectID), controller.snapshot.objectIDs)
+        }
+        #expect(afterPush.0 == [bookID])
+        #expect(afterPush.1 == [bookID])
+        manager.close()
+    }
+}
