@@ -60,8 +60,15 @@ enum ImportValues {
         var scanner = JSONScanner(json)
         let text = String(decoding: json, as: UTF8.self)
         if (try? scanner.consumeNull()) == true {
-            return attribute.isOptional
-                ? .success(.null) : .failure(Refusal("is null, but the attribute is not optional"))
+            if attribute.isOptional {
+                return .success(.null)
+            }
+            // A required transformable attribute cannot be nil: `null` is the JSON it holds (a
+            // value that encodes as null, as an export writes it).
+            if attribute.type == .transformable {
+                return .success(.data(Data(json)))
+            }
+            return .failure(Refusal("is null, but the attribute is not optional"))
         }
         let isString = json.first == UInt8(ascii: "\"")
         let value: StoredValue?

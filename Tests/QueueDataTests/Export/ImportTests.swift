@@ -442,3 +442,77 @@ final class Remark: ManagedObject {
 }
 
 let remarkModel = ManagedObjectModel([Remark.self, Runway.self])
+
+/// A `Codable` value whose JSON is `null` (a wrapper around an optional, encoded as a single
+/// value).
+struct NullEncodedValue: Codable, Hashable {
+    var inner: Int?
+
+    init(inner: Int?) { self.inner = inner }
+
+    init(from decoder: any Decoder) throws {
+        inner = try decoder.singleValueContainer().decode(Int?.self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(inner)
+    }
+}
+
+final class Parcel: ManagedObject {
+    @Attribute var label: String = ""
+    @Attribute var content: NullEncodedValue = NullEncodedValue(inner: 1)
+}
+
+@Suite("Import of transformable values")
+struct TransformableImportTests {
+    /// A required transformable attribute whose value encodes as JSON `null` is exported as
+    /// `null`, and that `null` imports back as the value, not as a refused `nil`.
+    @Test(arguments: ["csv", "jsonl"])
+    func valuesEncodedAsNullImportBack(format: String) async throws {
+        let directory = TemporaryDirectory("import-null-transformable")
+        let model = ManagedObjectModel([Parcel.self])
+        let source = journalManager(directory, name: "Source", model: model)
+        defer { source.close() }
+        let context = try source.createContext()
+        try context.performAndWait {
+            for index in 0..<4 {
+                let parcel = context.insert(Parcel.self)
+                parcel.label = "p\(index)"
+                parcel.content = NullEncodedValue(inner: index % 2 == 0 ? nil : index)
+            }
+            try context.save()
+        }
+        let file = directory.file("parcels.\(format)")
+        _ = try await context.export(
+            FetchRequest<Parcel>(sortBy: [SortDescriptor(\.label)]), to: file,
+            formatter: format == "csv" ? CSVExportFormatter() as any ExportFormatter : JSONLinesExportFormatter())
+
+        let target = journalManager(directory, name: "Target", model: model)
+        defer { target.close() }
+        let importer = try target.createContext()
+        let result = try await importer.importRecords(from: file, entityName: "Parcel")
+        #expect(result.insertedCount == 4)
+        let contents = try importer.performAndWait {
+            try importer.fetch(FetchRequest<Parcel>(sortBy: [SortDescriptor(\.label)])).map(\.content.inner)
+        }
+        #expect(contents == [nil, 1, nil, 3])
+    }
+
+    /// A `null` that does not decode as the attribute's type is still refused, with its place.
+    @Test func nullThatDoesNotDecodeIsRefused() async throws {
+        let directory = TemporaryDirectory("import-null-refused")
+        let manager = journalManager(directory, model: ManagedObjectModel([AllTypes.self]))
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try directory.write(Array("{\"address\": null}\n".utf8), to: "bad.jsonl")
+        let error = await #expect(throws: ImportError.self) {
+            try await context.importRecords(from: directory.file("bad.jsonl"), entityName: "AllTypes")
+        }
+        #expect(error?.code == .invalidValue)
+        #expect(error?.line == 1)
+        #expect(error?.field == "address")
+        #expect(try context.performAndWait { try context.count(for: FetchRequest<AllTypes>()) } == 0)
+    }
+}
