@@ -12,9 +12,9 @@ enum ISO8601Text {
     private static let secondsLimit = 9_000_000_000_000_000.0 / 1000
 
     /// Appends `date` as `YYYY-MM-DDTHH:MM:SS.sssZ`, or `±YYYYY-MM-DDTHH:MM:SS.sssZ` outside the
-    /// years 0000–9999. Dates further than about 285 million years from 1970, and non-finite
-    /// ones, which no such form holds, are written by Foundation's formatter (and do not read
-    /// back).
+    /// years 0000–9999. Dates further than about 285,000 years from 1970 (where a `Double`
+    /// no longer holds milliseconds), and non-finite ones, are written by Foundation's formatter,
+    /// which clamps them to its own range (NaN as `-4712-01-01T12:00:00Z`): they do not read back.
     static func append(_ date: Date, to bytes: inout [UInt8]) {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite, abs(seconds) < secondsLimit else {
