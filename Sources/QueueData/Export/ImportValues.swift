@@ -32,7 +32,7 @@ enum ImportValues {
             value = double(text).map { .double($0) }
         case .float:
             // As a Float attribute's value is held: `0.1` is Float(0.1), not the Double 0.1.
-            value = double(text).map { .double(Double(Float($0))) }
+            value = double(text).flatMap(float)
         case .string:
             value = .string(text)
         case .date:
@@ -80,7 +80,7 @@ enum ImportValues {
         case .double:
             value = (try? scanner.double()).map { .double($0) }
         case .float:
-            value = (try? scanner.double()).map { .double(Double(Float($0))) }
+            value = (try? scanner.double()).flatMap(float)
         case .string:
             value = isString ? (try? scanner.string()).map { .string($0) } : nil
         case .date:
@@ -124,6 +124,14 @@ enum ImportValues {
                 Refusal("\(String(reflecting: shown)) is not a value of type \(attribute.type.rawValue)"))
         }
         return .success(value)
+    }
+
+    /// `value` as a `Float` attribute holds it (`0.1` is Float(0.1)); `nil` for a finite number
+    /// beyond `Float`'s range, which would become infinity.
+    private static func float(_ value: Double) -> StoredValue? {
+        let float = Float(value)
+        guard float.isFinite || !value.isFinite else { return nil }
+        return .double(Double(float))
     }
 
     private static func double(_ text: String) -> Double? {

@@ -516,3 +516,32 @@ struct TransformableImportTests {
         #expect(try context.performAndWait { try context.count(for: FetchRequest<AllTypes>()) } == 0)
     }
 }
+
+@Suite("Import of Float values")
+struct FloatImportTests {
+    /// A finite number beyond `Float`'s range is refused for a `Float` attribute (as one beyond
+    /// `Double`'s is for a `Double`), not stored as infinity; the largest `Float` and the
+    /// written non-finite values still import.
+    @Test(arguments: [
+        ("jsonl", "{\"float\": 1e39}\n"), ("jsonl", "{\"float\": -3.5e38}\n"), ("csv", "float\r\n1e39\r\n"),
+    ])
+    func finiteValuesBeyondFloatAreRefused(format: String, text: String) async throws {
+        let directory = TemporaryDirectory("import-float-range")
+        let manager = journalManager(directory, model: ManagedObjectModel([AllTypes.self]))
+        defer { manager.close() }
+        let context = try manager.createContext()
+        try directory.write(Array(text.utf8), to: "in.\(format)")
+        let error = await #expect(throws: ImportError.self) {
+            try await context.importRecords(from: directory.file("in.\(format)"), entityName: "AllTypes")
+        }
+        #expect(error?.code == .invalidValue)
+        #expect(error?.field == "float")
+        #expect(error?.line == (format == "csv" ? 2 : 1))
+        #expect(try context.performAndWait { try context.count(for: FetchRequest<AllTypes>()) } == 0)
+
+        try directory.write(Array("float\r\n3.4028235e+38\r\nInfinity\r\n-Infinity\r\n".utf8), to: "ok.csv")
+        _ = try await context.importRecords(from: directory.file("ok.csv"), entityName: "AllTypes")
+        let floats = try context.performAndWait { try context.fetch(FetchRequest<AllTypes>()).map(\.float) }
+        #expect(floats == [.greatestFiniteMagnitude, .infinity, -.infinity])
+    }
+}
