@@ -19,6 +19,35 @@ struct JSONDocumentWriter {
         rowCount: (Int) -> Int,
         forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
     ) -> [UInt8] {
+        document(metadata: metadata, schema: schema, rowCount: rowCount) { entityIndex, body in
+            withoutActuallyEscaping(body) { body in
+                forEachRow(entityIndex) { primaryKey, values in
+                    values.withUnsafeBufferPointer { buffer in body(primaryKey) { buffer[$0] } }
+                }
+            }
+        }
+    }
+
+    /// The document for `metadata`, `schema` and `state`'s rows, read where they live.
+    static func document(metadata: StoreMetadata, schema: [EntityDescription], state: StoreState) -> [UInt8] {
+        document(metadata: metadata, schema: schema, rowCount: state.rowCount(ofEntityAt:)) { entityIndex, body in
+            state.tables[entityIndex].forEachLiveRow { row in
+                let layout = row.block.layout
+                let fields = row.fields
+                body(row.primaryKey) { layout.value(fields, slot: $0) }
+            }
+        }
+    }
+
+    /// The document for `metadata`, `schema` and each entity's rows, each given by its primary
+    /// key and a function reading its value at a column (schema order), so that no row is
+    /// copied into an array to be written.
+    private static func document(
+        metadata: StoreMetadata,
+        schema: [EntityDescription],
+        rowCount: (Int) -> Int,
+        forEachRowValue: (Int, (Int64, (Int) -> StoredValue) -> Void) -> Void
+    ) -> [UInt8] {
         var writer = JSONDocumentWriter()
         let estimatedRows = schema.indices.reduce(0) { $0 + rowCount($1) }
         writer.bytes.reserveCapacity(1024 + estimatedRows * 96)
@@ -128,26 +157,30 @@ struct JSONDocumentWriter {
             writer.raw("}")
         }
         writer.raw(schema.isEmpty ? "],\n  \"rows\": {" : "\n  ],\n  \"rows\": {")
-        let keys = schema.map { entity in
-            (entity.attributes.map(\.name) + entity.relationships.map(\.name)).map { ", \"\($0)\": " }
-        }
         for (entityIndex, entity) in schema.enumerated() {
             writer.raw(entityIndex == 0 ? "\n    " : ",\n    ")
             writer.string(entity.name)
             writer.raw(": [")
+            // What each row's loop needs, read once per entity (not a copy of each attribute's
+            // description, names and all, per row): each column's key as bytes, its type.
+            let keys = (entity.attributes.map(\.name) + entity.relationships.map(\.name)).map {
+                Array(", \"\($0)\": ".utf8)
+            }
+            let types = entity.attributes.map(\.type)
+            let toMany = entity.relationships.map(\.isToMany)
             var first = true
-            forEachRow(entityIndex) { primaryKey, values in
+            forEachRowValue(entityIndex) { primaryKey, value in
                 writer.raw(first ? "\n      {\"id\": " : ",\n      {\"id\": ")
                 first = false
                 writer.integer(primaryKey)
-                for (attributeIndex, attribute) in entity.attributes.enumerated() {
-                    writer.raw(keys[entityIndex][attributeIndex])
-                    writer.value(values[attributeIndex], type: attribute.type)
+                for column in types.indices {
+                    writer.bytes.append(contentsOf: keys[column])
+                    writer.value(value(column), type: types[column])
                 }
-                for (offset, relationship) in entity.relationships.enumerated() {
-                    let column = entity.attributes.count + offset
-                    writer.raw(keys[entityIndex][column])
-                    writer.reference(values[column], toMany: relationship.isToMany)
+                for offset in toMany.indices {
+                    let column = types.count + offset
+                    writer.bytes.append(contentsOf: keys[column])
+                    writer.reference(value(column), toMany: toMany[offset])
                 }
                 writer.raw("}")
             }

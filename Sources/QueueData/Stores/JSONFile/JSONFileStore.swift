@@ -83,7 +83,9 @@ public final class JSONFileStore: PersistentStore {
             create: {
                 let empty = StoreContents.empty(for: model)
                 try write(
-                    metadata: empty.metadata, schema: model.entities, rowCount: { _ in 0 }, forEachRow: { _, _ in })
+                    JSONDocumentWriter.document(
+                        metadata: empty.metadata, schema: model.entities, rowCount: { _ in 0 }, forEachRow: { _, _ in })
+                )
             },
             load: { try decode(path: files.path, packingRows: packingRows) })
     }
@@ -140,9 +142,7 @@ public final class JSONFileStore: PersistentStore {
     /// - Throws: ``StoreError``: `.closed` if the store is not open, `.io`.
     public func replaceContents(with state: StoreState, keepingOriginalAs suffix: String) throws {
         try lifecycle.checkAcceptsWrites()
-        let document = JSONDocumentWriter.document(
-            metadata: state.metadata, schema: state.entities, rowCount: state.rowCount(ofEntityAt:),
-            forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
+        let document = JSONDocumentWriter.document(metadata: state.metadata, schema: state.entities, state: state)
         try lifecycle.replaceContents(
             with: document, keepingOriginalAs: suffix, "replace the JSON store with its migrated contents")
     }
@@ -162,19 +162,11 @@ public final class JSONFileStore: PersistentStore {
     public func commit(_ changes: ChangeSet, resultingState: StoreState) throws {
         try lifecycle.checkAcceptsCommits()
         try write(
-            metadata: resultingState.metadata, schema: resultingState.entities,
-            rowCount: resultingState.rowCount(ofEntityAt:),
-            forEachRow: { index, body in resultingState.forEachRow(ofEntityAt: index, body) })
+            JSONDocumentWriter.document(
+                metadata: resultingState.metadata, schema: resultingState.entities, state: resultingState))
     }
 
-    private func write(
-        metadata: StoreMetadata,
-        schema: [EntityDescription],
-        rowCount: (Int) -> Int,
-        forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
-    ) throws {
-        let document = JSONDocumentWriter.document(
-            metadata: metadata, schema: schema, rowCount: rowCount, forEachRow: forEachRow)
+    private func write(_ document: [UInt8]) throws {
         do {
             try files.replaceFile(with: document)
         } catch {
