@@ -71,6 +71,7 @@ extension ManagedObjectContext {
                 failures += validationFailures(unvalidated)
             }
         }
+        failures += validationFailures(deletes, deleting: true)
         if !failures.isEmpty {
             throw ValidationError(failures: failures)
         }
@@ -370,16 +371,22 @@ extension ManagedObjectContext {
         return lists
     }
 
-    private func validationFailures(_ objects: [ManagedObject]) -> [ValidationError.Failure] {
+    private func validationFailures(_ objects: [ManagedObject], deleting: Bool = false) -> [ValidationError.Failure] {
         var failures: [ValidationError.Failure] = []
         for object in objects {
-            let found = propertyFailures(object)
-            if !found.isEmpty {
-                // (Appending an empty array still allocates a buffer for the result.)
-                failures += found
+            if !deleting {
+                let found = propertyFailures(object)
+                if !found.isEmpty {
+                    // (Appending an empty array still allocates a buffer for the result.)
+                    failures += found
+                }
             }
             do {
-                try object.validateForSave()
+                if deleting {
+                    try object.validateForDelete()
+                } else {
+                    try object.validateForSave()
+                }
             } catch let error as ValidationError {
                 for failure in error.failures {
                     var failure = failure

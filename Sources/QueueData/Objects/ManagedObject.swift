@@ -493,6 +493,13 @@ open class ManagedObject: Hashable {
     /// one ``ValidationError`` and keeps its changes. Call `super`.
     open func validateForSave() throws {}
 
+    /// Called at `save()` for each object the save deletes (after the delete rules applied:
+    /// objects a cascade deletes too), after ``validateForSave()`` ran on the others. Throw a
+    /// ``ValidationError`` (or any error) to refuse the deletion: the save fails as for any
+    /// other validation failure, reporting them all, and the context keeps its changes (the
+    /// object stays pending deletion). Deny delete rules are checked without it. Call `super`.
+    open func validateForDelete() throws {}
+
     // MARK: Key-value access
 
     /// The value of the attribute named `key` in its stored form.

@@ -47,9 +47,35 @@ final class Sheet: ManagedObject {
     }
 }
 
-private let binderModel = ManagedObjectModel([Binder.self, Sheet.self])
+/// A ledger that refuses to be deleted while locked; its entries go with it.
+final class Ledger: ManagedObject {
+    @Attribute var locked: Bool = false
+    @Relationship(inverse: "ledger", deleteRule: .cascade) var entries: Set<LedgerEntry>
 
-@Suite("prepareForDeletion() and refreshAllObjects()")
+    override func validateForDelete() throws {
+        try super.validateForDelete()
+        if locked {
+            throw ValidationError(property: "locked", reason: "a locked ledger cannot be deleted")
+        }
+    }
+}
+
+/// An entry that refuses to be deleted once audited (also when its ledger's deletion cascades).
+final class LedgerEntry: ManagedObject {
+    @Attribute var audited: Bool = false
+    @Relationship(inverse: "entries") var ledger: Ledger?
+
+    override func validateForDelete() throws {
+        try super.validateForDelete()
+        if audited {
+            throw ValidationError(reason: "audited")
+        }
+    }
+}
+
+private let binderModel = ManagedObjectModel([Binder.self, Sheet.self, Ledger.self, LedgerEntry.self])
+
+@Suite("prepareForDeletion(), validateForDelete() and refreshAllObjects()")
 struct PrepareForDeletionTests {
     @Test("delete(_:) calls prepareForDeletion() once, first, with the object's relationships in place")
     func deleteCallsHook() throws {
@@ -130,6 +156,52 @@ struct PrepareForDeletionTests {
             #expect(other.registeredObjects.isEmpty)
         }
         #expect(entries("b-").count == 4)
+    }
+
+    @Test("validateForDelete() refuses a deletion at save, cascaded ones included; the context keeps its changes")
+    func validateForDelete() throws {
+        let manager = makeManager(model: binderModel)
+        defer { manager.close() }
+        let context = try makeContext(manager, "validate-delete")
+        let other = try makeContext(manager, "validate-delete-other")
+        try context.performAndWait {
+            context.retainsRegisteredObjects = true
+            let locked = context.insert(Ledger.self)
+            locked.locked = true
+            let open = context.insert(Ledger.self)
+            let audited = context.insert(LedgerEntry.self)
+            audited.audited = true
+            audited.ledger = open
+            let plain = context.insert(LedgerEntry.self)
+            plain.ledger = open
+            try context.save()
+
+            context.delete(locked)
+            context.delete(open)  // cascades to both entries, one of them audited
+            let error = try #require(throws: ValidationError.self) { try context.save() }
+            let failures = error.failures.map {
+                "\($0.objectID == locked.objectID ? "locked" : "audited") \($0.entityName) \($0.property ?? "-") \($0.reason)"
+            }
+            #expect(
+                failures.sorted() == [
+                    "audited LedgerEntry - audited", "locked Ledger locked a locked ledger cannot be deleted",
+                ])
+            #expect(error.failures.contains { $0.objectID == audited.objectID })
+            #expect(locked.isDeleted && open.isDeleted && audited.isDeleted && plain.isDeleted)
+            #expect(context.hasChanges)
+
+            // Nothing was written; once the refusals are gone, the save goes through.
+            context.rollback()
+            audited.audited = false
+            context.delete(open)
+            try context.save()
+        }
+        try other.performAndWait {
+            let ledgers = try other.count(for: FetchRequest<Ledger>())
+            let entries = try other.count(for: FetchRequest<LedgerEntry>())
+            #expect(ledgers == 1)
+            #expect(entries == 0)
+        }
     }
 
     @Test("refreshAllObjects() refreshes every registered object keeping unsaved changes, in one notification")
