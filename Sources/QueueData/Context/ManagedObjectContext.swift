@@ -42,6 +42,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     private let objectParts: [(entity: Unmanaged<EntityDescription>, key: Unmanaged<EntityKey>)]
     private let onDeinit: @Sendable () -> Void
     var observer: (any NSObjectProtocol)?
+    /// The ``objectsDidChange`` streams made of this context, which end when it goes away.
+    let observations = ContextObservations()
     /// The changes of the save whose ``didSaveNotification`` this context is posting (`nil`
     /// otherwise): the other contexts' observers, called on this queue during the post, read
     /// them here instead of through `userInfo` (a dictionary look-up and a dynamic cast, which

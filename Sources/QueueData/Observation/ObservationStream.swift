@@ -141,7 +141,8 @@ extension ManagedObjectContext {
     /// The context's ``objectsDidChangeNotification``s as an `AsyncSequence` any task can
     /// iterate: its own changes (at ``processPendingChanges()``), merges, refreshes, rollbacks
     /// and resets. A slow consumer gets several changes combined (the union of their IDs).
-    /// Values are `Sendable` IDs: to read the objects, enter the context with `perform`.
+    /// Values are `Sendable` IDs: to read the objects, enter the context with `perform`. The
+    /// stream ends when the context is released, after the changes it had not delivered yet.
     ///
     /// ```swift
     /// for await changes in context.objectsDidChange {
@@ -162,7 +163,33 @@ extension ManagedObjectContext {
         }
         let token = UncheckedSendableBox(observer)
         channel.onTermination { NotificationCenter.default.removeObserver(token.value) }
+        observations.add(channel)
         return ObservationStream(channel: channel)
+    }
+}
+
+/// A context's ``ManagedObjectContext/objectsDidChange`` observations, ended when the context
+/// goes away: its `deinit` releases this, the last reference (a block still pending on `queue`
+/// holds one until it ran).
+///
+/// `@unchecked Sendable`: `channels` is touched only on `queue`, and in `deinit`, when no other
+/// reference exists.
+final class ContextObservations: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "QueueData.ContextObservations")
+    private var channels: [WeakChannel<ObjectsDidChange>] = []
+
+    /// Ends `channel` (after what it still holds) when this goes away.
+    func add(_ channel: ObservationChannel<ObjectsDidChange>) {
+        queue.async {
+            self.channels.removeAll { $0.channel == nil }
+            self.channels.append(WeakChannel(channel))
+        }
+    }
+
+    deinit {
+        for box in channels {
+            box.channel?.finish(deliveringPending: true)
+        }
     }
 }
 
