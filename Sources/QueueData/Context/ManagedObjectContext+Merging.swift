@@ -59,10 +59,13 @@ extension ManagedObjectContext {
     /// locally (local unsaved edits stay); deleted objects leave the context, and their delete
     /// rules apply to the links this context made to them and has not saved (a cascade deletes
     /// the linking object, any other rule lets it go; not an undoable action); inserted objects
-    /// become fetchable. Saves older than what the context already has are ignored, so merges
-    /// may arrive in any order. Posts ``objectsDidChangeNotification`` when something changed,
-    /// then, when delete rules changed objects here, another with those changes (as
-    /// ``processPendingChanges()`` reports them).
+    /// become fetchable. Values older than what the context already has are ignored, so saves
+    /// that update objects may be merged in any order; a deletion is not: it removes the object
+    /// whenever it is merged, even after a later save that brought the object back (an undo of
+    /// the deletion, saved). Merge saves that delete objects in the order they were posted, or
+    /// catch up with ``mergeChanges(from:)``, which reads objects as they are now. Posts
+    /// ``objectsDidChangeNotification`` when something changed, then, when delete rules changed
+    /// objects here, another with those changes (as ``processPendingChanges()`` reports them).
     ///
     /// - Parameter notification: A ``didSaveNotification``; other notifications are ignored.
     /// - Important: Call on the context's queue.
