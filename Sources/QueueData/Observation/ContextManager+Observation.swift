@@ -14,7 +14,8 @@ extension ContextManager {
     /// ```
     ///
     /// It sees saves from the moment it is made until the iterating task is cancelled or the
-    /// loop ends, across ``close()`` and reloading.
+    /// loop ends, across ``close()`` and reloading; releasing the manager does not end it (the
+    /// contexts it made may still save).
     public var changes: ObservationStream<SaveChanges> {
         let channel = ObservationChannel<SaveChanges> { $0.combined(with: $1) }
         let identifier = self.identifier
@@ -33,7 +34,8 @@ extension ContextManager {
 
     /// The changes of one object, from any queue: ``ObjectChange/updated(_:)`` with its committed
     /// values after each save that changed it, then ``ObjectChange/deleted`` when a save deletes
-    /// it (after which the stream ends). A slow consumer gets the latest.
+    /// it (after which the stream ends). A slow consumer gets the latest. Otherwise it lasts until
+    /// the iterating task is cancelled or the loop ends, as ``changes`` does.
     ///
     /// ```swift
     /// for await change in manager.changes(of: kyotoID) {

@@ -12,8 +12,10 @@ import Dispatch
 /// ```
 ///
 /// Observation starts when the sequence is made and lasts until the iterating task is
-/// cancelled, the loop stops (the iterator is released), or the source goes away; then its
-/// observers are released, and nothing is delivered after that.
+/// cancelled, the loop stops (the iterator is released), or the source goes away (a context or
+/// a controller released; a manager's streams follow its contexts, which may outlive it, so
+/// releasing the manager does not end them); then its observers are released, and nothing is
+/// delivered after that.
 ///
 /// **Slow consumers.** Nothing is buffered without bound: while the consumer is busy, the values
 /// that arrive are combined into one, delivered at its next `next()`: the latest snapshot, or
