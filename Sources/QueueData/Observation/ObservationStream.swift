@@ -171,18 +171,19 @@ extension ManagedObjectContext {
 }
 
 /// A context's ``ManagedObjectContext/objectsDidChange`` observations, ended when the context
-/// goes away: its `deinit` releases this, the last reference (a block still pending on `queue`
-/// holds one until it ran).
+/// goes away: its `deinit` releases this, the last reference (a block still pending on the
+/// queue holds one until it ran).
 ///
-/// `@unchecked Sendable`: `channels` is touched only on `queue`, and in `deinit`, when no other
+/// `@unchecked Sendable`: `channels` is touched only on the shared queue, and in `deinit`, when no other
 /// reference exists.
 final class ContextObservations: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "QueueData.ContextObservations")
+    /// One queue for every context's list (streams are made rarely): no queue per context.
+    private static let queue = DispatchQueue(label: "QueueData.ContextObservations")
     private var channels: [WeakChannel<ObjectsDidChange>] = []
 
     /// Ends `channel` (after what it still holds) when this goes away.
     func add(_ channel: ObservationChannel<ObjectsDidChange>) {
-        queue.async {
+        Self.queue.async {
             self.channels.removeAll { $0.channel == nil }
             self.channels.append(WeakChannel(channel))
         }
