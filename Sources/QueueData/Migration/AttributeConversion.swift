@@ -125,6 +125,8 @@ struct AttributeConversion: Sendable {
             return .decimal(Decimal(integer))
         case (.booleanToInteger, .bool(let bool)):
             return .integer(bool ? 1 : 0)
+        case (.toString, .date(let date)) where !date.timeIntervalSinceReferenceDate.isFinite:
+            throw ConversionProblem("a date that is not finite has no ISO 8601 text")
         case (.toString(let type), _):
             return .string(Self.text(of: value, storedAs: type))
         default:
