@@ -357,9 +357,11 @@ struct Migrator {
         var result: [[StoredRow]] = []
         var nextPrimaryKeys: [Int64] = []
         for (entity, mapping) in zip(model.entities, inference.mappings) {
-            var nextKey =
-                mapping.stored.flatMap { contents.metadata.nextPrimaryKeys[$0.name] }
-                ?? contents.metadata.nextPrimaryKeys[entity.name] ?? 1
+            // A renamed entity continues after its stored rows' keys and after those of an
+            // entity removed earlier under its new name (whose object IDs may be kept).
+            var nextKey = max(
+                mapping.stored.flatMap { contents.metadata.nextPrimaryKeys[$0.name] } ?? 1,
+                contents.metadata.nextPrimaryKeys[entity.name] ?? 1)
             guard let stored = mapping.stored, let rows = contents.rows[stored.name] else {
                 result.append([])
                 nextPrimaryKeys.append(nextKey)

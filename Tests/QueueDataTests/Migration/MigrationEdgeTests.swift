@@ -20,4 +20,39 @@ struct MigrationEdgeTests {
         #expect(try store.inspect()?.metadata.versionHash == old.versionHash)
         #expect(try !inMemoryManager(store, new).migrationPlan().canMigrate)
     }
+
+    @Test("an entity renamed to the name of an entity removed earlier never reuses that entity's keys")
+    func renamedOntoRemovedName() throws {
+        let x = AttributeDescription(name: "x", type: .integer64)
+        let version1 = try ManagedObjectModel(entities: [
+            EntityDescription(name: "A", attributes: [x]), EntityDescription(name: "B", attributes: [x]),
+        ])
+        let store = InMemoryStore()
+        let writer = inMemoryManager(store, version1)
+        let context = try writer.createContext()
+        try context.performAndWait {
+            context.insert(entityName: "A")
+            for _ in 0..<5 { context.insert(entityName: "B") }
+            try context.save()
+        }
+        writer.close()
+        // Version 2 removes B; version 3 renames A to B.
+        let version2 = try ManagedObjectModel(entities: [EntityDescription(name: "A", attributes: [x])])
+        let removing = inMemoryManager(store, version2)
+        try removing.loadPersistentStore()
+        removing.close()
+        let version3 = try ManagedObjectModel(entities: [
+            EntityDescription(name: "B", attributes: [x], originalName: "A")
+        ])
+        let steps = [MigrationStep("insert") { rows in _ = rows.insertRow(into: "B") }]
+        let manager = inMemoryManager(store, version3, steps: steps)
+        #expect(try rowsByKey(manager, "B").keys.sorted() == [1, 6])
+        let renamed = try manager.createContext()
+        let key = try renamed.performAndWait {
+            let object = renamed.insert(entityName: "B")
+            try renamed.save()
+            return object.objectID.primaryKey
+        }
+        #expect(key == 7)
+    }
 }
