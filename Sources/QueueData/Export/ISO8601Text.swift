@@ -9,7 +9,7 @@ import Foundation
 /// year 0 is 1 BC), so that every date an export writes reads back.
 enum ISO8601Text {
     /// The largest number of seconds from 1970 whose milliseconds fit an `Int64`, with margin.
-    private static let secondsLimit = 9_000_000_000_000_000.0 / 1000
+    static let secondsLimit = 9_000_000_000_000_000.0 / 1000
 
     /// Appends `date` as `YYYY-MM-DDTHH:MM:SS.sssZ`, or `±YYYYY-MM-DDTHH:MM:SS.sssZ` outside the
     /// years 0000–9999. Dates further than about 285,000 years from 1970 (where a `Double`

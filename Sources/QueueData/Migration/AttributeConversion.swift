@@ -125,8 +125,12 @@ struct AttributeConversion: Sendable {
             return .decimal(Decimal(integer))
         case (.booleanToInteger, .bool(let bool)):
             return .integer(bool ? 1 : 0)
-        case (.toString, .date(let date)) where !date.timeIntervalSinceReferenceDate.isFinite:
-            throw ConversionProblem("a date that is not finite has no ISO 8601 text")
+        case (.toString, .date(let date)):
+            guard let text = Self.isoText(of: date) else {
+                throw ConversionProblem(
+                    "a date that is not finite, or further than about 285,000 years from 1970, has no ISO 8601 text")
+            }
+            return .string(text)
         case (.toString(let type), _):
             return .string(Self.text(of: value, storedAs: type))
         default:
@@ -134,17 +138,22 @@ struct AttributeConversion: Sendable {
         }
     }
 
-    /// A date in ISO 8601, UTC, with its fraction of a second to the nanosecond: 3, 6 or 9
-    /// digits, as few as keep it exact (`2023-11-14T22:13:20.500Z`).
-    static func isoText(of date: Date) -> String {
+    /// A date in ISO 8601, UTC, in the proleptic Gregorian calendar, with its fraction of a
+    /// second to the nanosecond: 3, 6 or 9 digits, as few as keep it exact
+    /// (`2023-11-14T22:13:20.500Z`); years outside 0000–9999 in the expanded form
+    /// (`+10000-01-01T00:00:00.000Z`). `nil` for a date that is not finite or further than
+    /// about 285,000 years from 1970, which no such text holds exactly.
+    static func isoText(of date: Date) -> String? {
         let seconds = date.timeIntervalSinceReferenceDate
+        guard seconds.isFinite, abs(date.timeIntervalSince1970) < ISO8601Text.secondsLimit - 1 else { return nil }
         var whole = seconds.rounded(.down)
         var nanoseconds = ((seconds - whole) * 1e9).rounded()
         if nanoseconds >= 1e9 {
             whole += 1
             nanoseconds -= 1e9
         }
-        let base = Date(timeIntervalSinceReferenceDate: whole).formatted(Date.ISO8601FormatStyle())
+        // Whole seconds: the export's text, which ends in ".000Z".
+        let base = ISO8601Text.string(Date(timeIntervalSinceReferenceDate: whole))
         let fraction = Int(nanoseconds)
         let digits: String
         if fraction % 1_000_000 == 0 {
@@ -154,7 +163,7 @@ struct AttributeConversion: Sendable {
         } else {
             digits = padded(fraction, to: 9)
         }
-        return "\(base.dropLast()).\(digits)Z"
+        return "\(base.dropLast(4))\(digits)Z"
     }
 
     private static func padded(_ number: Int, to width: Int) -> String {
@@ -172,7 +181,7 @@ struct AttributeConversion: Sendable {
         case .integer(let integer): return String(integer)
         case .double(let double): return type == .float ? String(Float(double)) : String(double)
         case .string(let string): return string
-        case .date(let date): return isoText(of: date)
+        case .date(let date): return isoText(of: date) ?? date.formatted(.iso8601)
         case .data(let data):
             return type == .transformable ? String(decoding: data, as: UTF8.self) : data.base64EncodedString()
         case .uuid(let uuid): return uuid.uuidString

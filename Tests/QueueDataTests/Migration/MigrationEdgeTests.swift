@@ -55,4 +55,37 @@ struct MigrationEdgeTests {
         }
         #expect(key == 7)
     }
+
+    @Test(
+        "a date becomes ISO 8601 text in the proleptic Gregorian calendar, with expanded years, as an export writes it",
+        arguments: [
+            (-13_000_000_000.0, "1558-01-18T00:53:20.000Z"),
+            (-30_000_000_000.25, "1019-05-04T18:39:59.750Z"),
+            (-100_000_000_000.0, "-01199-02-15T14:13:20.000Z"),
+            (300_000_000_000.5, "+11476-08-15T05:20:00.500Z"),
+            (1_000_000_000.0, "2001-09-09T01:46:40.000Z"),
+        ])
+    func dateToStringText(_ secondsSince1970: Double, _ text: String) throws {
+        let old = try thingModel([AttributeDescription(name: "value", type: .date)])
+        let new = try thingModel([AttributeDescription(name: "value", type: .string)])
+        let date = Date(timeIntervalSince1970: secondsSince1970)
+        let store = try store(old, [["value": .date(date)]])
+        #expect(try rowsByKey(inMemoryManager(store, new), "Thing") == [1: ["value": .string(text)]])
+        #expect(ISO8601Text.date(from: Substring(text)) == date)
+    }
+
+    @Test("two dates too far out for ISO 8601 text fail the migration rather than share one text")
+    func farDatesToString() throws {
+        let old = try thingModel([AttributeDescription(name: "value", type: .date)])
+        let new = try thingModel([AttributeDescription(name: "value", type: .string)])
+        let store = try store(
+            old,
+            [["value": .date(Date(timeIntervalSince1970: 1e14))], ["value": .date(Date(timeIntervalSince1970: 1e15))]])
+        #expect {
+            try inMemoryManager(store, new).loadPersistentStore()
+        } throws: { error in
+            isStoreError(error, .migrationFailed, mentioning: "of 'Thing'", "no ISO 8601 text")
+        }
+        #expect(try store.inspect()?.metadata.versionHash == old.versionHash)
+    }
 }
