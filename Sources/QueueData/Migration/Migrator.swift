@@ -264,7 +264,15 @@ struct Migrator {
         }
         if problems.isEmpty && schemaChanged {
             do {
-                _ = try convertRows(contents, inference, reporter: nil)
+                let converted = try convertRows(contents, inference, reporter: nil)
+                if pending.isEmpty {
+                    // Without steps (which could remove them), rows that share the values of a
+                    // uniqueness constraint, or refer to missing rows, refuse the open: the
+                    // migrated rows must load, as `StoreCoordinator` loads them.
+                    let migrated = self.contents(contents.metadata, converted)
+                    let tables = try StoreCoordinator.loadTables(migrated, model: model)
+                    _ = try StoreCoordinator.uniquenessIndexes(of: tables, model: model)
+                }
             } catch let error as StoreError {
                 problems.append(error.message)
             } catch {
@@ -335,8 +343,19 @@ struct Migrator {
         }
 
         var metadata = contents.metadata
-        metadata.versionHash = model.versionHash
         metadata.appliedMigrationSteps += pending.map(\.name)
+        reporter.startWriting()
+        return (self.contents(metadata, converted), reporter)
+    }
+
+    /// `converted` (every row, by model entity index, and each entity's next key) as contents
+    /// written with the model, with `metadata`.
+    private func contents(
+        _ metadata: StoreMetadata,
+        _ converted: (rows: [[StoredRow]], nextPrimaryKeys: [Int64])
+    ) -> StoreContents {
+        var metadata = metadata
+        metadata.versionHash = model.versionHash
         // Removed entities keep their next keys: if one comes back, its keys still never repeat
         // those of the rows it had (whose object IDs may be kept somewhere).
         var rows: [String: [StoredRow]] = [:]
@@ -344,8 +363,7 @@ struct Migrator {
             metadata.nextPrimaryKeys[entity.name] = converted.nextPrimaryKeys[index]
             rows[entity.name] = converted.rows[index]
         }
-        reporter.startWriting()
-        return (StoreContents(metadata: metadata, schema: model.entities, rows: rows), reporter)
+        return StoreContents(metadata: metadata, schema: model.entities, rows: rows)
     }
 
     /// Every row in the model's shape, by model entity index, and each entity's next key.

@@ -88,4 +88,32 @@ struct MigrationEdgeTests {
         }
         #expect(try store.inspect()?.metadata.versionHash == old.versionHash)
     }
+
+    @Test("the dry run reports rows that share the values of a newly declared constraint, which the open refuses")
+    func dryRunSeesDuplicates() throws {
+        let old = try thingModel([AttributeDescription(name: "value", type: .string)])
+        let new = try ManagedObjectModel(entities: [
+            EntityDescription(
+                name: "Thing",
+                attributes: [
+                    AttributeDescription(name: "value", type: .string),
+                    AttributeDescription(name: "added", type: .integer64, defaultValue: .integer(0)),
+                ],
+                uniquenessConstraints: [["value"]])
+        ])
+        let store = try store(old, [["value": .string("a")], ["value": .string("b")], ["value": .string("a")]])
+        let plan = try inMemoryManager(store, new).migrationPlan()
+        #expect(!plan.canMigrate)
+        #expect(plan.problems.contains { $0.contains("Thing 1 and Thing 3 share value = \"a\"") }, "\(plan.problems)")
+        #expect {
+            try inMemoryManager(store, new).loadPersistentStore()
+        } throws: { error in
+            isStoreError(error, .incompatibleModel, mentioning: "Thing 1 and Thing 3 share value = \"a\"")
+        }
+        #expect(try store.inspect()?.metadata.versionHash == old.versionHash)
+        // A step that removes the duplicates: the dry run cannot run it, and does not refuse.
+        let dedupe = MigrationStep("dedupe") { rows in rows.removeRows(of: "Thing") { $0.primaryKey == 3 } }
+        #expect(try inMemoryManager(store, new, steps: [dedupe]).migrationPlan().canMigrate)
+        #expect(try rowsByKey(inMemoryManager(store, new, steps: [dedupe]), "Thing").keys.sorted() == [1, 2])
+    }
 }
