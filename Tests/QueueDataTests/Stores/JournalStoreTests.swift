@@ -115,6 +115,24 @@ struct JournalStoreTests {
         #expect(!directory.contents.contains { $0.contains("torn") })
     }
 
+    @Test("the repair the error names (truncating at its offset) opens the journal with every save before the damage")
+    func repairByTruncating() throws {
+        let directory = TemporaryDirectory("journal-repair")
+        var bytes = try makeJournal(directory)
+        let offsets = recordOffsets(bytes)
+        // As a power failure during group commit can leave it: an earlier record never written
+        // (zeros), a later one written.
+        for index in offsets[3]..<offsets[4] {
+            bytes[index] = 0
+        }
+        try directory.write(bytes, to: "Store.journal")
+        let error = try #require(throws: StoreError.self) { try storedNames(journalManager(directory)) }
+        #expect(error.code == .corrupted && error.offset == Int64(offsets[3]))
+        #expect("\(error)".contains("truncate it to \(offsets[3]) bytes"), "\(error)")
+        try directory.write(Array(bytes[..<offsets[3]]), to: "Store.journal")
+        #expect(try storedNames(journalManager(directory)) == Array(names.prefix(2)))
+    }
+
     @Test("files that are not current journals are refused without being modified")
     func foreignFiles() throws {
         let directory = TemporaryDirectory("journal-foreign")

@@ -344,7 +344,9 @@ public final class JournalStore: PersistentStore {
                         .corrupted,
                         "The journal is damaged at offset \(offset): the record there is invalid, but a valid record "
                             + "follows at offset \(valid). This is not a torn write; the file was left untouched. "
-                            + "Restore a backup, or copy the file aside and remove it to start over.",
+                            + "Restore a backup; or, to keep every save before the damage (a power failure during "
+                            + "group commit can leave an earlier record unwritten and a later one written), copy the "
+                            + "file aside and truncate it to \(offset) bytes.",
                         url: url, offset: Int64(offset))
                 }
                 tornOffset = offset
