@@ -61,9 +61,7 @@ final class JournalCompaction: @unchecked Sendable {
             metadata.storeIdentifier = storeIdentifier
             let state = self.state
             let (header, bytes, payloadSize) = JournalStore.snapshotFile(
-                metadata: metadata, schema: state.entities, history: state.history, sequence: sequence,
-                rowCount: state.rowCount(ofEntityAt:),
-                forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
+                metadata: metadata, state: state, sequence: sequence)
             outcome = Result {
                 let temporary = try bytes.withUnsafeBytes { try fileSystem.writeTemporaryFile(beside: path, $0) }
                 return Written(temporary: temporary, header: header, fileSize: bytes.count, payloadSize: payloadSize)

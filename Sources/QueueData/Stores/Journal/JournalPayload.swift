@@ -25,6 +25,38 @@ enum JournalPayload {
         rowCount: (Int) -> Int,
         forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
     ) -> [UInt8] {
+        encodeSnapshot(metadata: metadata, schema: schema, history: history, rowCount: rowCount) { index, body in
+            withoutActuallyEscaping(body) { body in
+                forEachRow(index) { primaryKey, values in
+                    values.withUnsafeBufferPointer { buffer in body(primaryKey, buffer.count) { buffer[$0] } }
+                }
+            }
+        }
+    }
+
+    /// ``encodeSnapshot(metadata:schema:history:rowCount:forEachRow:)`` of `state`, its rows read
+    /// where they live (no array per row).
+    static func encodeSnapshot(metadata: StoreMetadata, state: StoreState) -> [UInt8] {
+        encodeSnapshot(
+            metadata: metadata, schema: state.entities, history: state.history, rowCount: state.rowCount(ofEntityAt:)
+        ) { index, body in
+            state.tables[index].forEachLiveRow { row in
+                let layout = row.block.layout
+                let fields = row.fields
+                body(row.primaryKey, layout.columnCount) { layout.value(fields, slot: $0) }
+            }
+        }
+    }
+
+    /// The snapshot, each row given by its primary key, its number of values and a function
+    /// reading its value at a column.
+    private static func encodeSnapshot(
+        metadata: StoreMetadata,
+        schema: [EntityDescription],
+        history: StoreHistory?,
+        rowCount: (Int) -> Int,
+        forEachRowValue: (Int, (Int64, Int, (Int) -> StoredValue) -> Void) -> Void
+    ) -> [UInt8] {
         var writer = BinaryWriter(capacity: 256)
         let version = formatVersion(metadata: metadata, schema: schema, history: history)
         let newer = version >= 2
@@ -65,11 +97,11 @@ enum JournalPayload {
         for index in schema.indices {
             writer.writeVarint(UInt64(rowCount(index)))
             var previous: Int64 = 0
-            forEachRow(index) { primaryKey, values in
+            forEachRowValue(index) { primaryKey, count, value in
                 writer.writeVarint(UInt64(primaryKey - previous))
                 previous = primaryKey
-                for value in values {
-                    writer.writeValue(value)
+                for column in 0..<count {
+                    writer.writeValue(value(column))
                 }
             }
         }

@@ -724,10 +724,7 @@ public final class JournalStore: PersistentStore {
     ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
         var metadata = state.metadata
         metadata.storeIdentifier = storeIdentifier
-        return Self.snapshotFile(
-            metadata: metadata, schema: state.entities, history: state.history, sequence: nextSequence,
-            rowCount: state.rowCount(ofEntityAt:),
-            forEachRow: { index, body in state.forEachRow(ofEntityAt: index, body) })
+        return Self.snapshotFile(metadata: metadata, state: state, sequence: nextSequence)
     }
 
     /// The bytes of a journal file of one snapshot record of `contents` (rows in ascending key
@@ -747,6 +744,18 @@ public final class JournalStore: PersistentStore {
         ).bytes
     }
 
+    /// ``snapshotFile(metadata:schema:history:sequence:rowCount:forEachRow:)`` of `state`'s rows
+    /// (with `metadata`), read where they live.
+    static func snapshotFile(
+        metadata: StoreMetadata,
+        state: StoreState,
+        sequence: UInt64
+    ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
+        snapshotFile(
+            metadata: metadata, schema: state.entities, history: state.history, sequence: sequence,
+            payload: JournalPayload.encodeSnapshot(metadata: metadata, state: state))
+    }
+
     /// A journal file of one snapshot record with `sequence`, in a header with a new epoch:
     /// the major version its snapshot needs (see ``JournalPayload/formatVersion(metadata:schema:)``).
     static func snapshotFile(
@@ -757,11 +766,23 @@ public final class JournalStore: PersistentStore {
         rowCount: (Int) -> Int,
         forEachRow: (Int, (Int64, [StoredValue]) -> Void) -> Void
     ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
+        snapshotFile(
+            metadata: metadata, schema: schema, history: history, sequence: sequence,
+            payload: JournalPayload.encodeSnapshot(
+                metadata: metadata, schema: schema, history: history, rowCount: rowCount, forEachRow: forEachRow))
+    }
+
+    /// A journal file of `payload`, a snapshot of `schema` (and `history`) with `metadata`.
+    private static func snapshotFile(
+        metadata: StoreMetadata,
+        schema: [EntityDescription],
+        history: StoreHistory?,
+        sequence: UInt64,
+        payload: [UInt8]
+    ) -> (header: JournalFormat.Header, bytes: [UInt8], payloadSize: Int) {
         var header = JournalFormat.Header(
             storeIdentifier: metadata.storeIdentifier, epoch: .random(in: 0...UInt64.max), baseSequence: sequence)
         header.majorVersion = JournalPayload.formatVersion(metadata: metadata, schema: schema, history: history)
-        let payload = JournalPayload.encodeSnapshot(
-            metadata: metadata, schema: schema, history: history, rowCount: rowCount, forEachRow: forEachRow)
         let bytes =
             header.encoded()
             + JournalFormat.encodeRecord(type: .snapshot, sequence: sequence, epoch: header.epoch, payload: payload)
