@@ -281,6 +281,9 @@ public final class ContextManager: @unchecked Sendable {
     /// await manager.closeGracefully()                                  // the import runs first
     /// ```
     ///
+    /// The contexts waited for include the child contexts of this manager's contexts
+    /// (``ManagedObjectContext/newChildContext(for:)``), after their parents.
+    ///
     /// Use it to shut down while blocks may still be queued: ``close()`` invalidates the
     /// contexts at once, and a queued block of yours that then uses its context traps. Blocks
     /// submitted after the call — including blocks the waited-for blocks submit in turn — are
@@ -296,11 +299,21 @@ public final class ContextManager: @unchecked Sendable {
             }
             return open
         }
-        for context in open {
+        // Child contexts (``ManagedObjectContext/newChildContext(for:)``) are not in the registry:
+        // each context's live children are read on its queue, and waited for after it.
+        var pending = open
+        while !pending.isEmpty {
+            let context = pending.removeFirst()
             // The queue is serial: once this block runs, every block queued before it has run.
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                context.queue.async { continuation.resume() }
+            let children = await withCheckedContinuation {
+                (continuation: CheckedContinuation<UncheckedSendableBox<[ManagedObjectContext]>, Never>) in
+                context.queue.async {
+                    // On the context's queue, where its list of children lives.
+                    let children = context.children.compactMap { $0.context }
+                    continuation.resume(returning: UncheckedSendableBox(children))
+                }
             }
+            pending += children.value
         }
         close()
     }

@@ -84,6 +84,31 @@ struct CloseTests {
         reopened.close()
     }
 
+    @Test("closeGracefully runs a block already queued on a child context before closing")
+    func gracefulCloseWaitsForChildContexts() async throws {
+        let manager = makeManager()
+        let parent = try makeContext(manager, "graceful-parent")
+        let child = parent.performAndWait { parent.newChildContext() }
+        let gate = DispatchSemaphore(value: 0)
+        child.queue.async { gate.wait() }
+        let ran = Locked(false)
+        child.enqueue {
+            child.insert(Destination.self).name = "child"
+            ran.withLock { $0 = true }
+        }
+        // The child's queue opens once closing returned, or after a bound (closing waits for it).
+        let closed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = closed.wait(timeout: .now() + 1)
+            gate.signal()
+        }
+        await manager.closeGracefully()
+        let ranBeforeClose = ran.withLock { $0 }
+        closed.signal()
+        #expect(ranBeforeClose)
+        child.performAndWait {}
+    }
+
     @Test("closeGracefully with nothing queued closes at once; the store can be loaded again")
     func gracefulCloseIdle() async throws {
         let store = InMemoryStore()
