@@ -18,18 +18,21 @@ extension ManagedObjectContext {
     /// its predicate or sort descriptors reach through relationships too); the objects delivered are the context's
     /// own instances (with their unsaved changes), minus any it has deleted meanwhile. The
     /// request is not modified. `completion` always runs exactly once, unless the context's
-    /// manager is closed first.
+    /// manager is closed first with ``ContextManager/close()`` (``ContextManager/closeGracefully()``
+    /// waits for it).
     public func fetch<Result>(
         _ request: FetchRequest<Result>,
         completion: sending @escaping (Swift.Result<[Result], any Error>) -> Void
     ) {
         checkUsable()
         let delivery = UncheckedSendableBox(completion)
+        let inFlight = AsynchronousFetchToken(asynchronousFetches)
         matchCommittedObjectIDs(request) { [weak self] matched in
             guard let self else { return }
             switch matched {
             case .failure:
                 self.queue.async {
+                    withExtendedLifetime(inFlight) {}
                     guard self.confinement.isValid else { return }
                     self.confinement.withContextBlock {
                         delivery.value(matched.map { _ in [] })
@@ -38,6 +41,7 @@ extension ManagedObjectContext {
             case .success(let ids):
                 let held = SliceObjects()
                 self.registerInSlices(ids, from: 0, holding: held) { registered in
+                    withExtendedLifetime(inFlight) {}
                     held.objects = []
                     delivery.value(
                         registered.flatMap { Swift.Result { try self.registeredObjects(ids, as: Result.self) } })
@@ -94,6 +98,8 @@ extension ManagedObjectContext {
         _ request: FetchRequest<Result>,
         then body: sending @escaping ([Result]) throws -> Value
     ) async throws -> Value {
+        let inFlight = AsynchronousFetchToken(asynchronousFetches)
+        defer { withExtendedLifetime(inFlight) {} }
         let ids = try await fetchObjectIDs(request)
         let work = UncheckedSendableBox(body)
         // Registered a slice per block, so that the context's queue is never held for long
@@ -196,4 +202,20 @@ extension ManagedObjectContext {
 /// written only there, one block at a time.
 final class SliceObjects: @unchecked Sendable {
     var objects: [ManagedObject] = []
+}
+
+/// Marks an asynchronous fetch in flight in its context's ``ManagedObjectContext/asynchronousFetches``
+/// group, from its start until the token goes: held by the fetch's closures, it goes when the
+/// fetch delivered its result, or was dropped (its context released or its manager closed).
+final class AsynchronousFetchToken: Sendable {
+    private let group: DispatchGroup
+
+    init(_ group: DispatchGroup) {
+        self.group = group
+        group.enter()
+    }
+
+    deinit {
+        group.leave()
+    }
 }

@@ -44,6 +44,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var observer: (any NSObjectProtocol)?
     /// The ``objectsDidChange`` streams made of this context, which end when it goes away.
     let observations = ContextObservations()
+    /// Entered by each asynchronous fetch while it is in flight (see ``AsynchronousFetchToken``),
+    /// so that ``ContextManager/closeGracefully()`` can wait for the fetches started before it.
+    let asynchronousFetches = DispatchGroup()
     /// The changes of the save whose ``didSaveNotification`` this context is posting (`nil`
     /// otherwise): the other contexts' observers, called on this queue during the post, read
     /// them here instead of through `userInfo` (a dictionary look-up and a dynamic cast, which

@@ -272,9 +272,10 @@ public final class ContextManager: @unchecked Sendable {
     }
 
     /// Closes the store once the work already submitted to this manager's contexts is done:
-    /// every block queued on a context's queue before the call — `perform` blocks, merges,
-    /// the steps of asynchronous fetches — runs first; then the manager closes as ``close()``
-    /// does (saving nothing: a block that should save must call `save()` itself).
+    /// every block queued on a context's queue before the call — `perform` blocks, merges —
+    /// runs first, and every asynchronous fetch in flight delivers its result; then the manager
+    /// closes as ``close()`` does (saving nothing: a block that should save must call `save()`
+    /// itself).
     ///
     /// ```swift
     /// context.perform { importBatch(context); try? context.save() }   // already queued
@@ -287,7 +288,8 @@ public final class ContextManager: @unchecked Sendable {
     /// Use it to shut down while blocks may still be queued: ``close()`` invalidates the
     /// contexts at once, and a queued block of yours that then uses its context traps. Blocks
     /// submitted after the call — including blocks the waited-for blocks submit in turn — are
-    /// not waited for: stop submitting work before closing. When the manager has a
+    /// not waited for (an asynchronous fetch started meanwhile may be): stop submitting work
+    /// before closing. When the manager has a
     /// ``mainContext``, this waits for the main queue too, which must be drained (an `async`
     /// main, `dispatchMain()`, a run loop); never call it from a block the main queue is
     /// running and awaits nothing else.
@@ -304,10 +306,11 @@ public final class ContextManager: @unchecked Sendable {
         var pending = open
         while !pending.isEmpty {
             let context = pending.removeFirst()
-            // The queue is serial: once this block runs, every block queued before it has run.
+            // Once the context's asynchronous fetches in flight are done, a block on its queue: the
+            // queue is serial, so once it runs, every block queued before it has run.
             let children = await withCheckedContinuation {
                 (continuation: CheckedContinuation<UncheckedSendableBox<[ManagedObjectContext]>, Never>) in
-                context.queue.async {
+                context.asynchronousFetches.notify(queue: context.queue) {
                     // On the context's queue, where its list of children lives.
                     let children = context.children.compactMap { $0.context }
                     continuation.resume(returning: UncheckedSendableBox(children))

@@ -109,6 +109,39 @@ struct CloseTests {
         child.performAndWait {}
     }
 
+    @Test("closeGracefully waits for an asynchronous fetch in flight: its completion runs, with the objects")
+    func gracefulCloseWaitsForAsynchronousFetch() async throws {
+        let manager = makeManager()
+        let context = try manager.createContext()
+        try seedDestinations(context, ["a", "b", "c"])
+        // The coordinator is held, so that the fetch's match (on a private queue) waits there.
+        let entered = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        let coordinator = context.coordinator
+        DispatchQueue.global().async {
+            coordinator.sync {
+                entered.signal()
+                gate.wait()
+            }
+        }
+        entered.wait()
+        let delivered = DispatchSemaphore(value: 0)
+        let count = Locked(-1)
+        context.fetch(FetchRequest<Destination>()) { result in
+            count.withLock { $0 = (try? result.get().count) ?? -2 }
+            delivered.signal()
+        }
+        // The coordinator opens after a bound: by then closing has closed the contexts (had it not
+        // waited for the fetch) or waits for the fetch.
+        DispatchQueue.global().async {
+            _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 2)
+            gate.signal()
+        }
+        await manager.closeGracefully()
+        #expect(delivered.wait(timeout: .now()) == .success)
+        #expect(count.withLock { $0 } == 3)
+    }
+
     @Test("closeGracefully with nothing queued closes at once; the store can be loaded again")
     func gracefulCloseIdle() async throws {
         let store = InMemoryStore()
