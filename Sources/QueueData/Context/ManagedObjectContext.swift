@@ -147,7 +147,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             (Unmanaged.passUnretained($0), Unmanaged.passUnretained($1))
         }
         self.onDeinit = onDeinit
-        self.confinement = QueueConfinement(queue: queue, contextName: name)
+        self.confinement = QueueConfinement(queue: queue, contextName: name, parent: parent?.confinement)
         self.registry = Array(repeating: [:], count: coordinator.model.entities.count)
         self.currentRowsToken = Array(repeating: nil, count: coordinator.model.entities.count)
         confinement.context = self
@@ -160,7 +160,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
         if let observer {
             NotificationCenter.default.removeObserver(observer)
         }
-        if confinement.isValid {
+        if confinement.isOwnStateValid {
             confinement.invalidate(.contextDeallocated)
         }
         // Objects that outlive the context keep their rows, but every access traps.

@@ -70,9 +70,14 @@ final class QueueConfinement: @unchecked Sendable {
         let value = Atomic<UInt>(0)
     }
 
-    init(queue: DispatchQueue, contextName: String) {
+    /// The parent context's confinement, for a child context: the child is invalid once its
+    /// parent is (its manager closed), as every context of the manager is.
+    let parent: QueueConfinement?
+
+    init(queue: DispatchQueue, contextName: String, parent: QueueConfinement? = nil) {
         self.queue = queue
         self.contextName = contextName
+        self.parent = parent
         queue.setSpecific(key: key, value: self)
         // Learned in a block submitted to the queue itself: inside a block of a queue that
         // targets this one (which `getSpecific` also admits) the current queue is that other one.
@@ -101,7 +106,19 @@ final class QueueConfinement: @unchecked Sendable {
 
     /// Whether the confinement was invalidated.
     var isValid: Bool {
+        state.load(ordering: .relaxed) == State.valid.rawValue && (parent?.isValid ?? true)
+    }
+
+    /// Whether this confinement itself was not invalidated (whatever its parent's state).
+    var isOwnStateValid: Bool {
         state.load(ordering: .relaxed) == State.valid.rawValue
+    }
+
+    /// Why the confinement is invalid: its own reason, or its parent's.
+    var invalidation: State {
+        let own = State(rawValue: state.load(ordering: .relaxed)) ?? .valid
+        guard own == .valid, let parent else { return own }
+        return parent.invalidation
     }
 
     /// Checks that the caller runs on the queue and that the confinement is still valid;
@@ -182,7 +199,7 @@ final class QueueConfinement: @unchecked Sendable {
     @usableFromInline
     func _trapNotConfined(_ subject: String) -> Never {
         let queueLabel = queue.label.isEmpty ? "(unlabeled)" : queue.label
-        switch State(rawValue: state.load(ordering: .relaxed)) ?? .valid {
+        switch invalidation {
         case .contextDeallocated:
             fatalError(
                 "QueueData: \(subject) was used after its context '\(contextName)' was deallocated. "

@@ -246,7 +246,8 @@ public final class ContextManager: @unchecked Sendable {
         }
     }
 
-    /// Closes the store and invalidates every context of this manager. Saves nothing.
+    /// Closes the store and invalidates every context of this manager (child contexts made of
+    /// them included). Saves nothing.
     ///
     /// Using a context or object of this manager afterwards traps. The next context (or
     /// ``loadPersistentStore()``) loads the store again, reading the delegate afresh, so the

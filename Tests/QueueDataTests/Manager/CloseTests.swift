@@ -106,7 +106,19 @@ struct CloseTests {
         let ranBeforeClose = ran.withLock { $0 }
         closed.signal()
         #expect(ranBeforeClose)
-        child.performAndWait {}
+    }
+
+    @Test("close() invalidates child contexts (and theirs) with their parents, naming the close")
+    func closeInvalidatesChildContexts() throws {
+        let manager = makeManager()
+        let parent = try makeContext(manager, "close-parent")
+        let child = parent.performAndWait { parent.newChildContext() }
+        let grandchild = child.performAndWait { child.newChildContext() }
+        #expect(child.confinement.isValid && grandchild.confinement.isValid)
+        manager.close()
+        #expect(!child.confinement.isValid)
+        #expect(!grandchild.confinement.isValid)
+        #expect(grandchild.confinement.invalidation == .managerClosed)
     }
 
     @Test("closeGracefully waits for an asynchronous fetch in flight: its completion runs, with the objects")
