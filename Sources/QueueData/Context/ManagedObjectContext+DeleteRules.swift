@@ -107,13 +107,19 @@ extension ManagedObjectContext {
             }
         }
         guard failures.isEmpty else { return failures }
+        // What was pending deletion before the hooks run: a `prepareForDeletion()` deleting
+        // another object adds a root whose rules apply too.
+        let pending = Set(pendingDeletes.lazy.filter(Self.isPendingDelete).map(ObjectIdentifier.init))
         for object in doomed where !object._state.contains(.deleted) {
             delete(object, preparing: true)
         }
         for object in doomed {
             detachFromRelatedObjects(object, keeping: seen)
         }
-        return []
+        let deletedByHooks = pendingDeletes.filter {
+            Self.isPendingDelete($0) && !pending.contains(ObjectIdentifier($0)) && !seen.contains(ObjectIdentifier($0))
+        }
+        return propagateDeletes(of: deletedByHooks)
     }
 
     /// Makes the objects `object` points to stop pointing back, except those in `doomed` (they

@@ -1,0 +1,92 @@
+import Foundation
+import Testing
+
+@testable import QueueData
+
+/// What the objects below saw in `prepareForDeletion()` and `validateForDelete()`.
+let reviewHookLog = Locked<[String]>([])
+
+func logged(_ prefix: String) -> [String] {
+    reviewHookLog.withLock { $0.filter { $0.hasPrefix(prefix) } }
+}
+
+/// A crate whose items go with it.
+final class Crate: ManagedObject {
+    @Attribute var label: String = ""
+    @Relationship(inverse: "crate", deleteRule: .cascade) var items: Set<CrateItem>
+
+    override func prepareForDeletion() {
+        super.prepareForDeletion()
+        reviewHookLog.withLock { $0.append("prepare \(label)") }
+    }
+
+    override func validateForDelete() throws {
+        try super.validateForDelete()
+        reviewHookLog.withLock { $0.append("validate \(label)") }
+    }
+}
+
+/// An item; one labelled "…kill-<crate>" deletes the crate labelled so from its hook.
+final class CrateItem: ManagedObject {
+    @Attribute var label: String = ""
+    @Relationship(inverse: "items") var crate: Crate?
+
+    override func prepareForDeletion() {
+        super.prepareForDeletion()
+        reviewHookLog.withLock { $0.append("prepare \(label)") }
+        guard let context = managedObjectContext, let range = label.range(of: "kill-") else { return }
+        let target = String(label[range.upperBound...])
+        if let crate = try? context.fetch(FetchRequest<Crate>(predicate: #Predicate { $0.label == target })).first {
+            context.delete(crate)
+        }
+    }
+}
+
+let crateModel = ManagedObjectModel([Crate.self, CrateItem.self])
+
+@Suite("Deletion hooks: what they delete")
+struct DeletionHookTests {
+    /// Saves crate `label` with items `label-0`, `label-1` (and `extra` items).
+    private func saveCrate(_ context: ManagedObjectContext, _ label: String, extra: [String] = []) throws -> ObjectID {
+        let crate = context.insert(Crate.self)
+        crate.label = label
+        for item in ["\(label)-0", "\(label)-1"] + extra {
+            let object = context.insert(CrateItem.self)
+            object.label = item
+            object.crate = crate
+        }
+        try context.save()
+        return crate.objectID
+    }
+
+    @Test(
+        "a cascaded object's hook deleting another object at the save: that deletion's rules apply too",
+        arguments: [false, true])
+    func hookDeletionAtSaveCascades(undo: Bool) throws {
+        let manager = makeManager(model: crateModel)
+        defer { manager.close() }
+        let context = try makeContext(manager, "review-hook-cascade")
+        let tag = undo ? "u" : "n"
+        try context.performAndWait {
+            if undo { context.undoManager = UndoManager() }
+            let first = try saveCrate(context, "\(tag)c1", extra: ["\(tag)c1-kill-\(tag)c2"])
+            _ = try saveCrate(context, "\(tag)c2")
+            context.delete(try context.existingObject(with: first, as: Crate.self))
+        }
+        try context.performAndWait {
+            try context.save()
+            let crates = try context.fetch(FetchRequest<Crate>()).map(\.label)
+            let items = try context.fetch(FetchRequest<CrateItem>()).map {
+                "\($0.label) in \($0.crate?.label ?? "none")"
+            }
+            #expect(crates == [])
+            #expect(items == [])
+        }
+        #expect(
+            logged("prepare \(tag)c2").sorted() == ["prepare \(tag)c2", "prepare \(tag)c2-0", "prepare \(tag)c2-1"])
+        // The store agrees.
+        let other = try makeContext(manager, "review-hook-cascade-other")
+        let stored = try other.performAndWait { try other.count(for: FetchRequest<CrateItem>()) }
+        #expect(stored == 0)
+    }
+}
