@@ -61,8 +61,16 @@ extension ManagedObjectContext {
             // Validation changed something: list the changes again, and validate the objects
             // that are new to the lists, until none are.
             var validated = Set((inserts + updates).map(ObjectIdentifier.init))
+            var propagated = Set(deletes.map(ObjectIdentifier.init))
             for _ in 1..<100 {
                 (inserts, updates, deletes) = pendingChangeLists()
+                // What validation deleted takes its delete rules along (cascades, their hooks).
+                let deletedNow = deletes.filter { propagated.insert(ObjectIdentifier($0)).inserted }
+                if !deletedNow.isEmpty {
+                    failures += propagateDeletes(of: deletedNow)
+                    (inserts, updates, deletes) = pendingChangeLists()
+                    propagated.formUnion(deletes.map(ObjectIdentifier.init))
+                }
                 let unvalidated = (inserts + updates).filter { !validated.contains(ObjectIdentifier($0)) }
                 if unvalidated.isEmpty {
                     break

@@ -90,3 +90,63 @@ struct DeletionHookTests {
         #expect(stored == 0)
     }
 }
+
+/// A marker whose `willSave()` (or validation) deletes the crate it names, once.
+final class CrateReaper: ManagedObject {
+    @Attribute var target: String = ""
+    @Attribute var inValidation: Bool = false
+
+    override func willSave() {
+        super.willSave()
+        if !inValidation { reap() }
+    }
+
+    override func validateForSave() throws {
+        try super.validateForSave()
+        if inValidation { reap() }
+    }
+
+    private func reap() {
+        guard !isDeleted, let context = managedObjectContext else { return }
+        let target = self.target
+        if let crate = try? context.fetch(FetchRequest<Crate>(predicate: #Predicate { $0.label == target })).first {
+            context.delete(crate)
+        }
+    }
+}
+
+private let reaperModel = ManagedObjectModel([Crate.self, CrateItem.self, CrateReaper.self])
+
+@Suite("Deletion hooks: what willSave() and validation delete")
+struct SaveTimeDeletionTests {
+    @Test(
+        "a deletion made by willSave() or validateForSave() applies its rules, calls the hooks and is validated",
+        arguments: [false, true])
+    func saveTimeDeletion(inValidation: Bool) throws {
+        let manager = makeManager(model: reaperModel)
+        defer { manager.close() }
+        let context = try makeContext(manager, "review-reaper")
+        let tag = inValidation ? "sv" : "sw"
+        try context.performAndWait {
+            let crate = context.insert(Crate.self)
+            crate.label = tag
+            for index in 0..<2 {
+                let item = context.insert(CrateItem.self)
+                item.label = "\(tag)-\(index)"
+                item.crate = crate
+            }
+            try context.save()
+            let reaper = context.insert(CrateReaper.self)
+            reaper.inValidation = inValidation
+            reaper.target = tag
+            try context.save()
+            let items = try context.fetch(FetchRequest<CrateItem>()).map(\.label)
+            #expect(items == [])
+        }
+        #expect(logged("prepare \(tag)").sorted() == ["prepare \(tag)", "prepare \(tag)-0", "prepare \(tag)-1"])
+        #expect(logged("validate \(tag)") == ["validate \(tag)"])
+        let other = try makeContext(manager, "review-reaper-other")
+        let stored = try other.performAndWait { try other.count(for: FetchRequest<CrateItem>()) }
+        #expect(stored == 0)
+    }
+}
