@@ -134,8 +134,10 @@ extension ManagedObjectContext {
     }
 
     /// An inserted object being discarded: cascades discard (or delete) its related objects,
-    /// and the others stop pointing to it, at once (it never reaches the store).
-    func discardRelationships(of object: ManagedObject) {
+    /// and the others stop pointing to it, at once (it never reaches the store). The objects a
+    /// cascade takes along get ``ManagedObject/prepareForDeletion()`` when `preparing` (not
+    /// when a child's save discards the object: the child called them).
+    func discardRelationships(of object: ManagedObject, preparing: Bool) {
         guard !object.entity.relationships.isEmpty else { return }
         var cascaded: [ManagedObject] = []
         forEachRelationship(of: object) { column, link in
@@ -145,7 +147,7 @@ extension ManagedObjectContext {
         }
         detachFromRelatedObjects(object)
         for target in cascaded {
-            delete(target, preparing: true)
+            delete(target, preparing: preparing)
         }
     }
 

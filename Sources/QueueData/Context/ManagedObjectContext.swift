@@ -386,7 +386,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             // object an undo brought back under its permanent ID is deleted here again.
             object._state = ObjectState([.deleted, .detached, .noted]).union(state.intersection(.insertedInEvent))
                 .union(object._objectID.isTemporaryID ? [] : .deletedBySave)
-            discardRelationships(of: object)
+            discardRelationships(of: object, preparing: preparing)
             return
         }
         object._state.formUnion([.deleted, .noted])

@@ -150,3 +150,35 @@ struct SaveTimeDeletionTests {
         #expect(stored == 0)
     }
 }
+
+@Suite("Deletion hooks: a child deleting its parent's unsaved objects")
+struct DeletionHookPushTests {
+    @Test("a child deleting objects its parent inserted: the push calls no hook in the parent")
+    func childDeletesParentInserts() throws {
+        let manager = makeManager(model: crateModel)
+        defer { manager.close() }
+        let parent = try makeContext(manager, "review-push-parent")
+        let id = parent.performAndWait {
+            parent.retainsRegisteredObjects = true
+            let crate = parent.insert(Crate.self)
+            crate.label = "pi"
+            for index in 0..<2 {
+                let item = parent.insert(CrateItem.self)
+                item.label = "pi-\(index)"
+                item.crate = crate
+            }
+            return crate.objectID
+        }
+        let child = parent.performAndWait { parent.newChildContext() }
+        try child.performAndWait {
+            child.delete(try child.existingObject(with: id, as: Crate.self))
+            try child.save()
+        }
+        #expect(logged("prepare pi").sorted() == ["prepare pi", "prepare pi-0", "prepare pi-1"])
+        try parent.performAndWait {
+            #expect(parent.insertedObjects.isEmpty)
+            try parent.save()
+        }
+        #expect(logged("prepare pi").count == 3)
+    }
+}
