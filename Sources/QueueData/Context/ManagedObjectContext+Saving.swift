@@ -602,7 +602,10 @@ extension ManagedObjectContext {
     /// Inserted objects are left alone; objects another context deleted leave this context (as
     /// a merge would do). Posts one ``objectsDidChangeNotification`` with the refreshed and
     /// deleted objects. Like `refresh(_:mergeChanges: true)`, a save afterwards does not
-    /// conflict with what the objects were refreshed to.
+    /// conflict with what the objects were refreshed to. Objects the context no longer holds
+    /// are not looked at (as in Core Data): a fetched-results controller re-evaluates the
+    /// objects refreshed, but does not learn that an object it does not hold now matches its
+    /// request; call its `performFetch()` for that.
     ///
     /// - Important: Call on the context's queue.
     public func refreshAllObjects() {

@@ -464,9 +464,11 @@ open class ManagedObject: Hashable {
     /// rule deletes along with another, when the rule applies (at the save, or at the end of
     /// the event with an undo manager). The object still has its values and relationships;
     /// use it to clean up what the object stands for outside the store (a file it names, say),
-    /// or to delete or change other objects. Not called for objects another context's save
-    /// deleted (a merge removes them), nor for deletions a child context's save or an undo
-    /// applies. Call `super`.
+    /// or to delete or change other objects (whose deletions apply their own rules). An object
+    /// already deleted — the one whose cascade takes this one along — cannot be changed:
+    /// setting its values traps, so check ``isDeleted`` before updating, say, a total on it.
+    /// Not called for objects another context's save deleted (a merge removes them), nor for
+    /// deletions a child context's save or an undo or redo applies. Call `super`.
     open func prepareForDeletion() {}
 
     /// Called at `save()`, on the context's queue, for each object the save will write —
@@ -497,7 +499,9 @@ open class ManagedObject: Hashable {
     /// objects a cascade deletes too), after ``validateForSave()`` ran on the others. Throw a
     /// ``ValidationError`` (or any error) to refuse the deletion: the save fails as for any
     /// other validation failure, reporting them all, and the context keeps its changes (the
-    /// object stays pending deletion). Deny delete rules are checked without it. Call `super`.
+    /// object stays pending deletion). Deny delete rules are checked without it. A child
+    /// context's save calls it, and so does the parent's save of the deletions the child
+    /// pushed, as any save validates what it deletes (as in Core Data). Call `super`.
     open func validateForDelete() throws {}
 
     // MARK: Key-value access
