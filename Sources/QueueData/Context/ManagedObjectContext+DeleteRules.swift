@@ -69,8 +69,9 @@ extension ManagedObjectContext {
     }
 
     /// Applies the delete rules of `roots` (objects pending deletion); see
-    /// ``propagateDeletes()``.
-    func propagateDeletes(of roots: [ManagedObject]) -> [ValidationError.Failure] {
+    /// ``propagateDeletes()``. The objects the rules delete get
+    /// ``ManagedObject/prepareForDeletion()`` when `preparing` (not when a merge applies them).
+    func propagateDeletes(of roots: [ManagedObject], preparing: Bool = true) -> [ValidationError.Failure] {
         guard !roots.isEmpty, roots.contains(where: { !$0.entity.relationships.isEmpty }) else { return [] }
         // Every object the save will delete, following cascades, without changing anything yet.
         var doomed: [ManagedObject] = []
@@ -111,7 +112,7 @@ extension ManagedObjectContext {
         // another object adds a root whose rules apply too.
         let pending = Set(pendingDeletes.lazy.filter(Self.isPendingDelete).map(ObjectIdentifier.init))
         for object in doomed where !object._state.contains(.deleted) {
-            delete(object, preparing: true)
+            delete(object, preparing: preparing)
         }
         for object in doomed {
             detachFromRelatedObjects(object, keeping: seen)

@@ -171,7 +171,7 @@ extension ManagedObjectContext {
             }
         }
         if !cascaded.isEmpty {
-            _ = propagateDeletes(of: cascaded)
+            _ = propagateDeletes(of: cascaded, preparing: false)
         }
     }
 

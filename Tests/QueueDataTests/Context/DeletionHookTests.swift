@@ -182,3 +182,72 @@ struct DeletionHookPushTests {
         #expect(logged("prepare pi").count == 3)
     }
 }
+
+/// A shelf whose boxes go with it.
+final class HookShelf: ManagedObject {
+    @Attribute var label: String = ""
+    @Relationship(inverse: "shelf", deleteRule: .cascade) var boxes: Set<HookBox>
+}
+
+/// A box whose things go with it.
+final class HookBox: ManagedObject {
+    @Attribute var label: String = ""
+    @Relationship(inverse: "boxes") var shelf: HookShelf?
+    @Relationship(inverse: "box", deleteRule: .cascade) var things: Set<HookThing>
+
+    override func prepareForDeletion() {
+        super.prepareForDeletion()
+        reviewHookLog.withLock { $0.append("prepare \(label)") }
+    }
+}
+
+/// A thing in a box.
+final class HookThing: ManagedObject {
+    @Attribute var label: String = ""
+    @Relationship(inverse: "things") var box: HookBox?
+
+    override func prepareForDeletion() {
+        super.prepareForDeletion()
+        reviewHookLog.withLock { $0.append("prepare \(label)") }
+    }
+}
+
+private let shelfModel = ManagedObjectModel([HookShelf.self, HookBox.self, HookThing.self])
+
+@Suite("Deletion hooks: a merged deletion's rules")
+struct MergedDeletionHookTests {
+    @Test("a merged deletion cascading to an object linked here unsaved, and on to its own cascades, calls no hook")
+    func mergedCascadeCallsNoHook() throws {
+        let manager = makeManager(model: shelfModel)
+        defer { manager.close() }
+        let context = try makeContext(manager, "merged-hooks")
+        let other = try makeContext(manager, "merged-hooks-other")
+        let doomedID = try context.performAndWait {
+            context.retainsRegisteredObjects = true
+            let kept = context.insert(HookShelf.self)
+            let doomed = context.insert(HookShelf.self)
+            let box = context.insert(HookBox.self)
+            box.label = "mh-box"
+            box.shelf = kept
+            for index in 0..<2 {
+                let thing = context.insert(HookThing.self)
+                thing.label = "mh-thing\(index)"
+                thing.box = box
+            }
+            try context.save()
+            box.shelf = doomed  // unsaved: the merge's cascade takes the box, then its things
+            return doomed.objectID
+        }
+        try other.performAndWait {
+            other.delete(try other.existingObject(with: doomedID, as: HookShelf.self))
+            try other.save()
+        }
+        flush(context)
+        try context.performAndWait {
+            #expect(context.deletedObjects.count == 3)
+            try context.save()
+            #expect(try context.count(for: FetchRequest<HookThing>()) == 0)
+        }
+        #expect(logged("prepare mh-") == [])
+    }
+}
