@@ -145,7 +145,7 @@ extension ManagedObjectContext {
     /// discarded), any other rule lets it go, as Core Data's merge deletes the object in the
     /// receiving context. Links the other save knew about arrived with its rows already.
     /// Nothing here becomes an undoable action.
-    private func applyMergedDeletionRules(_ gone: [ManagedObject]) {
+    func applyMergedDeletionRules(_ gone: [ManagedObject]) {
         let undoManager = undoManagerValue
         undoManager?.disabledCount += 1
         defer { undoManager?.disabledCount -= 1 }
@@ -215,7 +215,7 @@ extension ManagedObjectContext {
     /// let go) right after the merge, not at the context's next event: a merge runs in a block
     /// of its own, and until then a fetched-results controller would show objects a fetch no
     /// longer gives. Not an undoable action, as the rules' changes are not.
-    private func reportMergedDeletionRuleChanges() {
+    func reportMergedDeletionRuleChanges() {
         let undoManager = undoManagerValue
         undoManager?.disabledCount += 1
         defer { undoManager?.disabledCount -= 1 }

@@ -539,7 +539,8 @@ extension ManagedObjectContext {
     ///     where they were committed, and those left with no change are no longer updated. A
     ///     pending deletion is kept either way.
     ///
-    /// If another context deleted the object, it leaves this context (as a merge would do).
+    /// If another context deleted the object, it leaves this context (as a merge would do: the
+    /// delete rules of its deletion apply to the unsaved links made here to it).
     ///
     /// - Important: Call on the context's queue.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
@@ -570,7 +571,10 @@ extension ManagedObjectContext {
         guard let row = found else {
             unregister(object)
             object._state = [.deleted, .detached]
+            // Links made here to it go as a merge of its deletion lets them go.
+            applyMergedDeletionRules([object])
             postObjectsDidChange(ObjectsDidChange(deleted: [object._objectID]))
+            reportMergedDeletionRuleChanges()
             return
         }
         if !mergeChanges {
@@ -600,8 +604,10 @@ extension ManagedObjectContext {
     /// looked up in one trip to the store.
     ///
     /// Inserted objects are left alone; objects another context deleted leave this context (as
-    /// a merge would do). Posts one ``objectsDidChangeNotification`` with the refreshed and
-    /// deleted objects. Like `refresh(_:mergeChanges: true)`, a save afterwards does not
+    /// a merge would do: the delete rules of their deletion apply to the unsaved links made
+    /// here to them, a cascade deleting the object linked). Posts one
+    /// ``objectsDidChangeNotification`` with the refreshed and deleted objects (and, as a
+    /// merge, one more with what those rules changed, if anything). Like `refresh(_:mergeChanges: true)`, a save afterwards does not
     /// conflict with what the objects were refreshed to. Objects the context no longer holds
     /// are not looked at (as in Core Data): a fetched-results controller re-evaluates the
     /// objects refreshed, but does not learn that an object it does not hold now matches its
@@ -640,19 +646,28 @@ extension ManagedObjectContext {
         }
         var refreshed: [ObjectID] = []
         var deleted: [ObjectID] = []
+        var gone: [ManagedObject] = []
         for (entityIndex, entityRows) in rows {
             for (object, found) in zip(objects[entityIndex]!, entityRows) {
                 guard let row = found else {
                     unregister(object)
                     object._state = [.deleted, .detached]
                     deleted.append(object._objectID)
+                    gone.append(object)
                     continue
                 }
                 object._apply(row, keepingLocalChanges: true)
                 refreshed.append(object._objectID)
             }
         }
+        // Links made here to the deleted objects go as a merge of their deletion lets them go.
+        if !gone.isEmpty {
+            applyMergedDeletionRules(gone)
+        }
         postObjectsDidChange(ObjectsDidChange(deleted: deleted, refreshed: refreshed))
+        if !gone.isEmpty {
+            reportMergedDeletionRuleChanges()
+        }
     }
 }
 

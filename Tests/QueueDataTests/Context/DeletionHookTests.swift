@@ -251,3 +251,44 @@ struct MergedDeletionHookTests {
         #expect(logged("prepare mh-") == [])
     }
 }
+
+@Suite("refreshAllObjects() and refresh(_:mergeChanges:) of objects deleted elsewhere")
+struct RefreshDeletedElsewhereTests {
+    @Test("an unsaved link to an object another context deleted goes as a merge would let it go", arguments: [0, 1, 2])
+    func linkToDeletedObject(mode: Int) throws {
+        let manager = makeManager(model: crateModel)
+        defer { manager.close() }
+        let context = try makeContext(manager, "refresh-deleted-link")
+        let other = try makeContext(manager, "refresh-deleted-link-other")
+        let (itemID, doomedID) = try context.performAndWait {
+            context.automaticallyMergesChangesFromOtherContexts = mode == 0
+            context.retainsRegisteredObjects = true
+            let kept = context.insert(Crate.self)
+            let doomed = context.insert(Crate.self)
+            let item = context.insert(CrateItem.self)
+            item.crate = kept
+            try context.save()
+            item.crate = doomed  // unsaved
+            context.processPendingChanges()
+            return (item.objectID, doomed.objectID)
+        }
+        try other.performAndWait {
+            other.delete(try other.existingObject(with: doomedID, as: Crate.self))
+            try other.save()
+        }
+        flush(context)
+        try context.performAndWait {
+            switch mode {
+            case 1: context.refreshAllObjects()
+            case 2: context.refresh(try #require(context.registeredObject(for: doomedID)), mergeChanges: true)
+            default: break  // merged
+            }
+            // Crate.items cascades: the item linked to the deleted crate goes too.
+            let item = try #require(context.registeredObject(for: itemID) ?? context.deletedObjects.first)
+            #expect(item.isDeleted)
+            try context.save()
+        }
+        let left = try other.performAndWait { try other.count(for: FetchRequest<CrateItem>()) }
+        #expect(left == 0)
+    }
+}
