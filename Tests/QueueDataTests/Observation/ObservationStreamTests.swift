@@ -4,26 +4,6 @@ import Testing
 
 @testable import QueueData
 
-/// Runs `body` with a time limit: a stream that never delivers fails the test instead of
-/// hanging it.
-private func within<Value: Sendable>(
-    seconds: Double = 30,
-    _ body: @escaping @Sendable () async throws -> Value
-) async throws -> Value {
-    try await withThrowingTaskGroup(of: Value?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw CancellationError()
-        }
-        return value
-    }
-}
-
 @Suite("Change streams")
 struct ObservationStreamTests {
     @Test("a manager's saves from 8 queues reach a task; combined for a slow consumer, nothing lost")
