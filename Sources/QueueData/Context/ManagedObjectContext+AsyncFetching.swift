@@ -148,7 +148,7 @@ extension ManagedObjectContext {
         workerQueue.async {
             let worker = ManagedObjectContext(
                 queue: workerQueue, name: workerName, coordinator: coordinator, observesSaves: false, parent: parent,
-                onDeinit: {})
+                sharesParentValidity: false, onDeinit: {})
             completion(Swift.Result { try worker.performAndWait { try worker.fetchObjectIDs(committed) } })
         }
     }

@@ -78,8 +78,15 @@ extension ManagedObjectContext {
     func withParent<Result>(
         asEvent: Bool = false,
         _ body: (ManagedObjectContext) throws -> Result
-    ) rethrows -> Result {
+    ) throws -> Result {
         let parent = self.parent!
+        // Closed since this context's work began (an asynchronous fetch's private context in
+        // flight, which does not share its parent's validity): QueueData's own work throws,
+        // it does not trap.
+        func closed() -> StoreError {
+            StoreError(.closed, "The manager was closed while '\(name)' was reading through its parent.")
+        }
+        guard parent.confinement.isValid else { throw closed() }
         func enter() throws -> Result {
             if asEvent {
                 return try parent.confinement.withContextBlock { try body(parent) }
@@ -92,6 +99,7 @@ extension ManagedObjectContext {
         // A parent queue waiting on this one would deadlock: trap instead.
         dispatchPrecondition(condition: .notOnQueue(parent.queue))
         return try parent.queue.sync {
+            guard parent.confinement.isValid else { throw closed() }
             parent.checkConfined()
             return try enter()
         }

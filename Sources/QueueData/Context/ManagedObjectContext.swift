@@ -127,14 +127,19 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// How many objects the registry kept at the last check of every object.
     var objectsKeptAtLastFullCheck = 0
 
-    /// - Parameter observesSaves: Whether the context merges other contexts' saves (`false`
-    ///   for the private contexts of asynchronous fetches, which only read committed rows).
+    /// - Parameters:
+    ///   - observesSaves: Whether the context merges other contexts' saves (`false` for the
+    ///     private contexts of asynchronous fetches, which only read committed rows).
+    ///   - sharesParentValidity: Whether the context is invalid whenever `parent` is (a child
+    ///     context); `false` for an asynchronous fetch's private context, whose reads through
+    ///     a closed parent throw ``StoreError/Code/closed`` instead of trapping.
     init(
         queue: DispatchQueue,
         name: String?,
         coordinator: StoreCoordinator,
         observesSaves: Bool = true,
         parent: ManagedObjectContext? = nil,
+        sharesParentValidity: Bool = true,
         onDeinit: @escaping @Sendable () -> Void
     ) {
         let name = name ?? (queue.label.isEmpty ? "unnamed" : queue.label)
@@ -147,7 +152,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
             (Unmanaged.passUnretained($0), Unmanaged.passUnretained($1))
         }
         self.onDeinit = onDeinit
-        self.confinement = QueueConfinement(queue: queue, contextName: name, parent: parent?.confinement)
+        self.confinement = QueueConfinement(
+            queue: queue, contextName: name, parent: sharesParentValidity ? parent?.confinement : nil)
         self.registry = Array(repeating: [:], count: coordinator.model.entities.count)
         self.currentRowsToken = Array(repeating: nil, count: coordinator.model.entities.count)
         confinement.context = self

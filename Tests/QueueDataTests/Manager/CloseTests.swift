@@ -52,6 +52,37 @@ struct CloseTests {
         #expect(!manager.isStoreLoaded)
     }
 
+    @Test("a child context's asynchronous fetch in flight when the manager closes ends without a trap")
+    func childAsynchronousFetchInFlight() throws {
+        let manager = ContextManager(delegate: TestStoreDelegate(model: closeProbeModel))
+        let parent = try manager.createContext()
+        try parent.performAndWait {
+            for index in 0..<3 {
+                parent.insert(CloseProbe.self).index = index
+            }
+            try parent.save()
+        }
+        let child = parent.performAndWait { parent.newChildContext() }
+        // The parent's queue is held: the fetch's private context waits there to read through
+        // the parent, and goes on only after the close.
+        let entered = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        parent.queue.async {
+            entered.signal()
+            gate.wait()
+        }
+        entered.wait()
+        let delivered = Locked(false)
+        child.fetch(FetchRequest<CloseProbe>()) { _ in delivered.withLock { $0 = true } }
+        manager.close()
+        gate.signal()
+        // The fetch ends (its private context's read through the closed parent throws .closed),
+        // and its completion is skipped, as documented after a close.
+        #expect(child.asynchronousFetches.wait(timeout: .now() + 60) == .success)
+        #expect(!delivered.withLock { $0 })
+        #expect(!manager.isStoreLoaded)
+    }
+
     @Test("closeGracefully runs every block already queued on each context, then closes")
     func gracefulClose() async throws {
         let store = InMemoryStore()
