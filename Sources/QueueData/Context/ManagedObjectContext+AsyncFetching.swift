@@ -179,11 +179,13 @@ extension ManagedObjectContext {
                     }
                 }
             }
+            var registered: [ManagedObject] = []
             for (entityIndex, entityRows) in rows {
                 for case let row? in entityRows where registry[entityIndex][row.primaryKey] == nil {
-                    register(makeObject(entityIndex: entityIndex, row: row))
+                    registered.append(register(makeObject(entityIndex: entityIndex, row: row)))
                 }
             }
+            awakeFetched(registered)
         }
         return ids.compactMap { id in
             guard let entityIndex = entityIndex(of: id),

@@ -123,15 +123,19 @@ extension ManagedObjectContext {
     /// keep some: they stay usable, and registered).
     private func visit<Result: ManagedObject>(_ batch: [Candidate], _ body: (Result) throws -> Void) throws {
         var registeredHere: [ManagedObject] = []
+        var objects: [ManagedObject] = []
         defer {
-            // By key: the list's own references must go before the registry can tell whether it
+            // By key: the lists' own references must go before the registry can tell whether it
             // holds the only one.
             let keys = registeredHere.map { (entityIndex: $0._objectID.key.entityIndex!, key: $0._objectID.rawValue) }
             registeredHere.removeAll()
+            objects.removeAll()
             for (entityIndex, key) in keys {
                 _ = registry[entityIndex].releaseIfUnreferenced(key: key, where: Self.hasNoPendingChanges)
             }
         }
+        // The whole batch is registered before any object's `awakeFromFetch()` runs.
+        objects.reserveCapacity(batch.count)
         for candidate in batch {
             let object = self.object(for: candidate)
             if object._state.contains(.detached) {
@@ -141,6 +145,10 @@ extension ManagedObjectContext {
                 // may have made old: not known to be current.
                 currentRowsToken[object._objectID.key.entityIndex!] = nil
             }
+            objects.append(object)
+        }
+        awakeFetched(registeredHere)
+        for object in objects {
             try body(unsafeDowncast(object, to: Result.self))
         }
     }

@@ -33,6 +33,7 @@ extension ManagedObjectContext {
             for object in objects where object._state.contains(.detached) {
                 register(object)
             }
+            awakeFetched(objects)
             return Self.array(objects, of: Result.self)
         }
     }

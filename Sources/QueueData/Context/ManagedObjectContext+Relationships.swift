@@ -35,9 +35,11 @@ extension ManagedObjectContext {
         let missing = keys.filter { (parent != nil || $0 > 0) && registry[entityIndex][$0] == nil }
         if !missing.isEmpty, parent != nil {
             let rows = (try? baseRows(entityIndex: entityIndex, primaryKeys: missing)) ?? []
+            var registered: [ManagedObject] = []
             for case let row? in rows where registry[entityIndex][row.primaryKey] == nil {
-                register(makeObject(entityIndex: entityIndex, row: row))
+                registered.append(register(makeObject(entityIndex: entityIndex, row: row)))
             }
+            awakeFetched(registered)
             if !adoptedPermanentKeys.isEmpty {
                 return keys.compactMap { registry[entityIndex][adoptedPermanentKeys[$0] ?? $0] }
             }
@@ -47,9 +49,11 @@ extension ManagedObjectContext {
                 (try? coordinator.sync {
                     try coordinator.committedRows(entityIndex: entityIndex, primaryKeys: missing)
                 }) ?? []
+            var registered: [ManagedObject] = []
             for case let row? in rows where registry[entityIndex][row.primaryKey] == nil {
-                register(makeObject(entityIndex: entityIndex, row: row))
+                registered.append(register(makeObject(entityIndex: entityIndex, row: row)))
             }
+            awakeFetched(registered)
         }
         return keys.compactMap { registry[entityIndex][$0] }
     }

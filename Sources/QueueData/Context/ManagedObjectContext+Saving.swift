@@ -596,6 +596,9 @@ extension ManagedObjectContext {
             pendingUpdatesMaySettle = true
             unnoteSettled(object)
         }
+        if !object._state.contains(.deleted) {
+            confinement.withMarkedBlock { awake(object) }
+        }
         postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID]))
     }
 
@@ -647,6 +650,7 @@ extension ManagedObjectContext {
         var refreshed: [ObjectID] = []
         var deleted: [ObjectID] = []
         var gone: [ManagedObject] = []
+        var reloaded: [ManagedObject] = []
         for (entityIndex, entityRows) in rows {
             for (object, found) in zip(objects[entityIndex]!, entityRows) {
                 guard let row = found else {
@@ -658,11 +662,17 @@ extension ManagedObjectContext {
                 }
                 object._apply(row, keepingLocalChanges: true)
                 refreshed.append(object._objectID)
+                reloaded.append(object)
             }
         }
         // Links made here to the deleted objects go as a merge of their deletion lets them go.
         if !gone.isEmpty {
             applyMergedDeletionRules(gone)
+        }
+        confinement.withMarkedBlock {
+            for object in reloaded where !object._state.contains(.deleted) && !object._state.contains(.detached) {
+                awake(object)
+            }
         }
         postObjectsDidChange(ObjectsDidChange(deleted: deleted, refreshed: refreshed))
         if !gone.isEmpty {

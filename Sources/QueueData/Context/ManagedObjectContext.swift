@@ -415,14 +415,14 @@ public final class ManagedObjectContext: @unchecked Sendable {
             guard let row = (try? baseRows(entityIndex: entityIndex, primaryKeys: [objectID.rawValue]))?.first,
                 let row
             else { return nil }
-            return register(makeObject(entityIndex: entityIndex, row: row))
+            return awakeFetched(register(makeObject(entityIndex: entityIndex, row: row)))
         }
         guard !objectID.isTemporaryID else { return nil }
         let row = try? coordinator.sync {
             try coordinator.committedRow(entityIndex: entityIndex, primaryKey: objectID.rawValue)
         }
         guard let row = row ?? nil else { return nil }
-        return register(makeObject(entityIndex: entityIndex, row: row))
+        return awakeFetched(register(makeObject(entityIndex: entityIndex, row: row)))
     }
 
     /// The object with `objectID`, as `type`.
@@ -483,10 +483,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
         return object
     }
 
-    /// Registers an object made by `makeObject`.
+    /// Registers an object made by `makeObject`, to be given its
+    /// ``ManagedObject/awakeFromFetch()`` by `awakeFetched(_:)` once its batch is registered.
     @discardableResult
     func register(_ object: ManagedObject) -> ManagedObject {
-        object._state = []
+        object._state = .awaitingAwake
         let index = object._objectID.key.entityIndex!
         registry[index][object._objectID.rawValue] = object
         noteReleaseCandidate(entityIndex: index, key: object._objectID.rawValue)

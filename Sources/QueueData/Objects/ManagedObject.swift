@@ -459,6 +459,28 @@ open class ManagedObject: Hashable {
     /// to set up initial values beyond the declared defaults; call `super`.
     open func awakeFromInsert() {}
 
+    /// Called on the context's queue after the object's values were loaded from the store into
+    /// its context: once the object is registered there — by a fetch (`fetch`, `enumerate`,
+    /// an asynchronous fetch, a fetched-results controller), ``ManagedObjectContext/object(with:)``
+    /// and ``ManagedObjectContext/existingObject(with:as:)``, or following a relationship to an
+    /// object the context did not hold — and again after
+    /// ``ManagedObjectContext/refresh(_:mergeChanges:)`` or
+    /// ``ManagedObjectContext/refreshAllObjects()`` reloaded them. Override it to compute derived
+    /// values, typically ``AttributeOptions/transient`` attributes and other caches; call `super`
+    /// first.
+    ///
+    /// As in Core Data, the context's change processing is off around it: values set here are
+    /// the object's values, not changes — the object is not updated, observers are not told, the
+    /// undo manager records nothing (a persistent attribute set here is saved only along with a
+    /// later change of the object). Do not change relationships here: their inverses would be
+    /// changed as changes. Each object of a batch (a fetch's results, an enumeration's batch) is
+    /// registered before any of them is called, so a fetch made here finds them. Not called for
+    /// inserted objects (``awakeFromInsert()``), for objects a fetch only evaluated a predicate
+    /// or a sort on, nor when a merge of another context's save, `rollback()` or an undo changes
+    /// a registered object's values (observe ``ManagedObjectContext/objectsDidChangeNotification``
+    /// for those).
+    open func awakeFromFetch() {}
+
     /// Called on the context's queue when the object is about to be deleted, before anything
     /// changes: by ``ManagedObjectContext/delete(_:)``, and for each object a cascade delete
     /// rule deletes along with another, when the rule applies (at the save, or at the end of
@@ -782,6 +804,10 @@ struct ObjectState: OptionSet, Sendable {
     /// Already in the lists a save is building (set and cleared within that one call): each
     /// object is listed once without hashing it.
     static let listed = ObjectState(rawValue: 1 << 8)
+    /// Registered from a committed row and not yet given its ``ManagedObject/awakeFromFetch()``
+    /// (set by `register(_:)`, cleared by the call that registered it once its batch is
+    /// registered).
+    static let awaitingAwake = ObjectState(rawValue: 1 << 9)
 
     /// The bits that only say what the next `processPendingChanges()` reports.
     static let eventBits: ObjectState = [.noted, .insertedInEvent]

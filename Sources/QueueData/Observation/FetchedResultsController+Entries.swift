@@ -93,15 +93,23 @@ extension FetchedResultsController {
         // Rows not registered are read through one object per entity, unless the controller
         // holds its objects.
         var probes: [Int: ManagedObject] = [:]
-        for candidate in candidates {
+        // A controller that holds its objects registers them all before any `awakeFromFetch()`
+        // runs, and reads them after.
+        var registered: [ManagedObject?] = []
+        if holdsObjects {
+            registered = candidates.map { candidate in
+                guard case .row = candidate else { return nil }
+                return context.register(context.object(for: candidate))
+            }
+            context.awakeFetched(registered.lazy.compactMap { $0 })
+        }
+        for (position, candidate) in candidates.enumerated() {
             switch candidate {
             case .object(let object), .committed(let object, _):
                 entries.append(try entry(for: object, id: object._objectID))
             case .row(let entityIndex, let row):
                 let id = ObjectID(key: context.coordinator.entityKeys[entityIndex], rawValue: row.primaryKey)
-                if holdsObjects {
-                    let object = context.object(for: candidate)
-                    context.register(object)
+                if let object = registered.isEmpty ? nil : registered[position] {
                     entries.append(try entry(for: object, id: id))
                 } else {
                     let probe: ManagedObject
