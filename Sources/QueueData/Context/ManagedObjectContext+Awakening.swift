@@ -4,10 +4,18 @@ extension ManagedObjectContext {
     ///
     /// Called once the whole batch is registered: an `awakeFromFetch()` that fetches finds the
     /// batch's objects registered, and cannot register a second instance of one of them.
-    func awakeFetched(_ objects: some Sequence<ManagedObject>) {
+    func awakeFetched(_ objects: [ManagedObject]) {
+        guard !objects.isEmpty else { return }
         confinement.withMarkedBlock {
-            for object in objects where object._state.contains(.awaitingAwake) {
-                awake(object)
+            objects.withUnsafeBufferPointer { buffer in
+                for index in buffer.indices {
+                    // The array holds every object throughout: no retain for the call.
+                    Unmanaged.passUnretained(buffer[index])._withUnsafeGuaranteedRef { object in
+                        if object._stateBits & ObjectState.awaitingAwake.rawValue != 0 {
+                            awake(object)
+                        }
+                    }
+                }
             }
         }
     }
@@ -22,15 +30,13 @@ extension ManagedObjectContext {
     }
 
     /// Calls `object`'s ``ManagedObject/awakeFromFetch()`` with change processing off: while it
-    /// runs the object is `constructing`, so that the values it sets are its values, not changes
-    /// (no update registered, nothing reported, nothing recorded for undo), as in Core Data.
+    /// runs the object is `constructing` (which a registered object never is otherwise), so that
+    /// the values it sets are its values, not changes (no update registered, nothing reported,
+    /// nothing recorded for undo), as in Core Data.
+    @inline(__always)
     func awake(_ object: ManagedObject) {
-        object._state.remove(.awaitingAwake)
-        let wasConstructing = object._state.contains(.constructing)
-        object._state.insert(.constructing)
+        object._state = object._state.subtracting(.awaitingAwake).union(.constructing)
         object.awakeFromFetch()
-        if !wasConstructing {
-            object._state.remove(.constructing)
-        }
+        object._state.remove(.constructing)
     }
 }

@@ -101,7 +101,7 @@ extension FetchedResultsController {
                 guard case .row = candidate else { return nil }
                 return context.register(context.object(for: candidate))
             }
-            context.awakeFetched(registered.lazy.compactMap { $0 })
+            context.awakeFetched(registered.compactMap { $0 })
         }
         for (position, candidate) in candidates.enumerated() {
             switch candidate {
