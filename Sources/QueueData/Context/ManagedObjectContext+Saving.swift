@@ -389,31 +389,47 @@ extension ManagedObjectContext {
                     failures += found
                 }
             }
-            do {
-                if deleting {
-                    try object.validateForDelete()
-                } else {
-                    try object.validateForSave()
-                }
-            } catch let error as ValidationError {
-                for failure in error.failures {
-                    var failure = failure
-                    if failure.objectID == nil {
-                        failure.objectID = object._objectID
-                    }
-                    if failure.entityName.isEmpty {
-                        failure.entityName = object.entity.name
-                    }
-                    failures.append(failure)
-                }
-            } catch {
-                failures.append(
-                    ValidationError.Failure(
-                        objectID: object._objectID, entityName: object.entity.name, property: nil,
-                        reason: String(describing: error)))
+            if deleting {
+                Self.collectFailures(of: object, into: &failures) { try $0.validateForDelete() }
+                continue
+            }
+            Self.collectFailures(of: object, into: &failures) { try $0.validateForSave() }
+            if object._state.contains(.inserted) {
+                Self.collectFailures(of: object, into: &failures) { try $0.validateForInsert() }
+            } else {
+                Self.collectFailures(of: object, into: &failures) { try $0.validateForUpdate() }
             }
         }
         return failures
+    }
+
+    /// Runs one of `object`'s validation hooks, adding what it throws to `failures`: a
+    /// ``ValidationError``'s failures (naming the object and its entity where they do not), or
+    /// any other error as one failure.
+    private static func collectFailures(
+        of object: ManagedObject,
+        into failures: inout [ValidationError.Failure],
+        _ hook: (ManagedObject) throws -> Void
+    ) {
+        do {
+            try hook(object)
+        } catch let error as ValidationError {
+            for failure in error.failures {
+                var failure = failure
+                if failure.objectID == nil {
+                    failure.objectID = object._objectID
+                }
+                if failure.entityName.isEmpty {
+                    failure.entityName = object.entity.name
+                }
+                failures.append(failure)
+            }
+        } catch {
+            failures.append(
+                ValidationError.Failure(
+                    objectID: object._objectID, entityName: object.entity.name, property: nil,
+                    reason: String(describing: error)))
+        }
     }
 
     /// What the model itself requires of `object`: its attributes' validation closures, its

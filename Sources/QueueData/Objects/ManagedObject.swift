@@ -512,10 +512,24 @@ open class ManagedObject: Hashable {
     /// dirty again.
     open func didSave() {}
 
-    /// Called at `save()` for each inserted or updated object. Throw a ``ValidationError``
+    /// Called at `save()` for each inserted or updated object, before its
+    /// ``validateForInsert()`` or ``validateForUpdate()``. Throw a ``ValidationError``
     /// (or any error) to refuse the save; the context reports every failure of the save in
     /// one ``ValidationError`` and keeps its changes. Call `super`.
     open func validateForSave() throws {}
+
+    /// Called at `save()` for each inserted object, after its ``validateForSave()`` (Core Data's
+    /// hook for what only a new object must satisfy). Throw a ``ValidationError`` (or any error)
+    /// to refuse the save: failures are reported with the others, and the context keeps its
+    /// changes. An object that an undo brings back after its deletion was saved is inserted
+    /// again: it gets this call. Call `super`.
+    open func validateForInsert() throws {}
+
+    /// Called at `save()` for each updated object (not inserted, not deleted), after its
+    /// ``validateForSave()`` (Core Data's hook for what a change of a saved object must
+    /// satisfy). Throw a ``ValidationError`` (or any error) to refuse the save: failures are
+    /// reported with the others, and the context keeps its changes. Call `super`.
+    open func validateForUpdate() throws {}
 
     /// Called at `save()` for each object the save deletes (after the delete rules applied:
     /// objects a cascade deletes too), after ``validateForSave()`` ran on the others. Throw a
