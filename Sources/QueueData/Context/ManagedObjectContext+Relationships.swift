@@ -16,6 +16,22 @@ extension ManagedObjectContext {
         return objects(entityIndex: link(of: object, column: column).destinationIndex, keys: keys)
     }
 
+    /// The IDs of the objects `object`'s relationship at `column` points to, in stored order,
+    /// without loading any: a registered object's own ID (a child's object whose parent saved it
+    /// since has its permanent one), otherwise the ID of the key.
+    func relatedObjectIDs(of object: ManagedObject, column: Int) -> [ObjectID] {
+        let keys = RelationshipKeys.decode(object._value(at: column))
+        guard !keys.isEmpty else { return [] }
+        let entityIndex = link(of: object, column: column).destinationIndex
+        let entityKey = coordinator.entityKeys[entityIndex]
+        return keys.map { key in
+            if let registered = registry[entityIndex][adoptedPermanentKeys[key] ?? key] {
+                return registered._objectID
+            }
+            return ObjectID(key: entityKey, rawValue: key)
+        }
+    }
+
     /// The object `object`'s to-one relationship at `column` points to (loaded if it is not
     /// registered yet), or `nil`.
     func relatedObject(of object: ManagedObject, column: Int) -> ManagedObject? {

@@ -74,6 +74,23 @@ extension ManagedObject {
         _setRelatedObjects(objects, column: _column(ofRelationship: key))
     }
 
+    /// The IDs of the objects the relationship named `name` points to, in order (for a to-one:
+    /// none or one), without loading or registering them (Core Data's
+    /// `objectIDs(forRelationshipNamed:)`): what the object holds now, unsaved changes included
+    /// (an inserted object's ID is temporary until its save).
+    ///
+    /// Traps if the entity has no such relationship.
+    ///
+    /// - Important: Call on the context's queue.
+    public final func objectIDs(forRelationshipNamed name: String) -> [ObjectID] {
+        _confinement.check(_subjectDescription)
+        let column = _column(ofRelationship: name)
+        guard let context = _confinement.context else {
+            _confinement._trapNotConfined(_subjectDescription)
+        }
+        return context.relatedObjectIDs(of: self, column: column)
+    }
+
     private func _column(ofRelationship key: String) -> Int {
         guard let column = entity.column(ofRelationship: key) else {
             fatalError("QueueData: entity '\(entity.name)' has no relationship '\(key)'")

@@ -414,6 +414,27 @@ open class ManagedObject: Hashable {
             && (_state.contains(.inserted) || _state.contains(.updated) || _state.contains(.deleted))
     }
 
+    /// Whether a save would write the object (Core Data's `hasPersistentChangedValues`): it is
+    /// inserted, or pending deletion, or one of its attributes or relationships differs from its
+    /// committed value. Unlike ``hasChanges``, a change of transient attributes alone does not
+    /// count, nor does a value changed and then set back.
+    ///
+    /// - Important: Call on the context's queue.
+    public final var hasPersistentChangedValues: Bool {
+        _confinement.check(_subjectDescription)
+        let state = _state
+        guard !state.contains(.detached) else { return false }
+        if state.contains(.inserted) || state.contains(.deleted) {
+            return true
+        }
+        guard state.contains(.updated), let committed = _committedFields else { return false }
+        let layout = entity.rowLayout
+        for index in 0..<entity.columnCount where !layout.isSame(_row, committed, slot: index) {
+            return true
+        }
+        return false
+    }
+
     /// The attributes and relationships whose values differ from the committed ones, with their
     /// current values (a relationship's in its stored form: the related rows' keys, see
     /// ``StoredValue``), as Core Data's `changedValues()`.
