@@ -522,7 +522,9 @@ extension ManagedObjectContext {
                 includesPendingChanges: request.includesPendingChanges)
             if let overlay = overlays?[position] {
                 // The parent's changed rows replace the committed ones; its inserted objects
-                // (temporary, negative keys) follow, in the order they were inserted.
+                // (temporary, negative keys) follow, in the order they were inserted, then the
+                // objects an undo brought back after their deletion was saved (inserted again
+                // under their permanent keys, which the committed rows no longer hold).
                 /// A changed row of the parent, in a block of its own.
                 func reference(_ row: CommittedRow) -> RowReference {
                     row.reference ?? RowReference(block: RowBlock(layout: layout, row: row)!, index: 0)
@@ -537,6 +539,12 @@ extension ManagedObjectContext {
                     }
                 }
                 for key in overlay.keys.filter({ $0 < 0 }).sorted() where scan.keepGoing {
+                    if let row = overlay[key], !row.isDeleted {
+                        try scan.visit(reference(row), body)
+                    }
+                }
+                for key in overlay.keys.filter({ $0 > 0 && !snapshot.contains(primaryKey: $0) }).sorted()
+                where scan.keepGoing {
                     if let row = overlay[key], !row.isDeleted {
                         try scan.visit(reference(row), body)
                     }
