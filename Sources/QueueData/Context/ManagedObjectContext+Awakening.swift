@@ -1,4 +1,19 @@
 extension ManagedObjectContext {
+    /// Registers `object`, made (`detached`) for a committed row a scan found, unless code that
+    /// ran since the scan began — an `awakeFromFetch()`, a predicate or a sort following a
+    /// relationship — registered an instance for its ID (`registrationCount` is no longer
+    /// `registrations`): the scan's copy of the registry did not see it, and that instance is
+    /// returned instead, so that one ID has one instance.
+    @inline(__always)
+    func registerScanned(_ object: ManagedObject, since registrations: Int) -> ManagedObject {
+        if registrationCount != registrations,
+            let existing = registry[object._objectID.key.entityIndex!][object._objectID.rawValue]
+        {
+            return existing
+        }
+        return register(object)
+    }
+
     /// Calls ``ManagedObject/awakeFromFetch()`` on each of `objects` registered from a committed
     /// row that has not had it since (`ObjectState.awaitingAwake`), in order.
     ///

@@ -92,9 +92,10 @@ extension ManagedObjectContext {
             }
             var batch: [Candidate] = []
             batch.reserveCapacity(Swift.min(batchSize, 4_096))
+            let registrations = registrationCount
             func flush() throws {
                 defer { batch.removeAll(keepingCapacity: true) }
-                try visit(batch, body)
+                try visit(batch, since: registrations, body)
             }
             if !request.isSorted {
                 // Streamed: only the current batch is held.
@@ -121,7 +122,9 @@ extension ManagedObjectContext {
     /// Registers the candidates' objects, calls `body` with each, then lets go of the objects
     /// this batch registered that are unchanged and that nothing else references (`body` may
     /// keep some: they stay usable, and registered).
-    private func visit<Result: ManagedObject>(_ batch: [Candidate], _ body: (Result) throws -> Void) throws {
+    private func visit<Result: ManagedObject>(
+        _ batch: [Candidate], since registrations: Int, _ body: (Result) throws -> Void
+    ) throws {
         var registeredHere: [ManagedObject] = []
         var objects: [ManagedObject] = []
         defer {
@@ -137,9 +140,15 @@ extension ManagedObjectContext {
         // The whole batch is registered before any object's `awakeFromFetch()` runs.
         objects.reserveCapacity(batch.count)
         for candidate in batch {
-            let object = self.object(for: candidate)
+            var object = self.object(for: candidate)
             if object._state.contains(.detached) {
-                register(object)
+                // The scan began before the earlier batches' hooks and bodies ran.
+                let made = object
+                object = registerScanned(made, since: registrations)
+                guard object === made else {
+                    objects.append(object)
+                    continue
+                }
                 registeredHere.append(object)
                 // Its row is from the enumeration's snapshot, which a save since `body` started
                 // may have made old: not known to be current.
@@ -153,7 +162,7 @@ extension ManagedObjectContext {
         }
     }
 
-    /// ``visit(_:_:)`` for the objects of `ids` (a batch of matches), looked up by ID.
+    /// ``visit(_:since:_:)`` for the objects of `ids` (a batch of matches), looked up by ID.
     private func visit<Result: ManagedObject>(_ ids: [ObjectID], _ body: (Result) throws -> Void) throws {
         var registeredHere: [(entityIndex: Int, key: Int64)] = []
         for id in ids {

@@ -28,10 +28,18 @@ extension ManagedObjectContext {
             if let ids = try committedGraphMatches(request) {
                 return try registeredObjects(ids, as: Result.self, keepingDeleted: true)
             }
-            let objects = try matchingObjects(request)
+            let registrations = registrationCount
+            var objects = try matchingObjects(request)
             reserveRegistryCapacity(for: objects)
-            for object in objects where object._state.contains(.detached) {
-                register(object)
+            if registrationCount == registrations {
+                for object in objects where object._state.contains(.detached) {
+                    register(object)
+                }
+            } else {
+                // Something the scan ran registered objects: some may be of rows it found.
+                for index in objects.indices where objects[index]._state.contains(.detached) {
+                    objects[index] = registerScanned(objects[index], since: registrations)
+                }
             }
             awakeFetched(objects)
             return Self.array(objects, of: Result.self)

@@ -126,6 +126,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     var pendingListsMayRepeat = false
     /// How many objects the registry kept at the last check of every object.
     var objectsKeptAtLastFullCheck = 0
+    /// How many objects `register(_:)` registered (wrapping): a scan whose count changed while
+    /// it ran looks its rows up again before registering them (see `registerScanned(_:since:)`).
+    @exclusivity(unchecked) var registrationCount = 0
 
     /// - Parameters:
     ///   - observesSaves: Whether the context merges other contexts' saves (`false` for the
@@ -488,6 +491,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @discardableResult
     func register(_ object: ManagedObject) -> ManagedObject {
         object._state = .awaitingAwake
+        registrationCount &+= 1
         let index = object._objectID.key.entityIndex!
         registry[index][object._objectID.rawValue] = object
         noteReleaseCandidate(entityIndex: index, key: object._objectID.rawValue)

@@ -84,6 +84,7 @@ extension FetchedResultsController {
     func fetchSections() throws -> [ControllerSection] {
         let context = managedObjectContext
         var candidates: [ManagedObjectContext.Candidate] = []
+        let registrations = context.registrationCount
         try context.forEachCandidate(fetchRequest) { candidate in
             candidates.append(candidate)
             return true
@@ -99,7 +100,7 @@ extension FetchedResultsController {
         if holdsObjects {
             registered = candidates.map { candidate in
                 guard case .row = candidate else { return nil }
-                return context.register(context.object(for: candidate))
+                return context.registerScanned(context.object(for: candidate), since: registrations)
             }
             context.awakeFetched(registered.compactMap { $0 })
         }
