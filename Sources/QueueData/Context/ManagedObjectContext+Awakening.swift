@@ -45,13 +45,21 @@ extension ManagedObjectContext {
     }
 
     /// Calls `object`'s ``ManagedObject/awakeFromFetch()`` with change processing off: while it
-    /// runs the object is `constructing` (which a registered object never is otherwise), so that
-    /// the values it sets are its values, not changes (no update registered, nothing reported,
-    /// nothing recorded for undo), as in Core Data.
+    /// runs the object is `awakening`, so that the values it sets are its values, not changes
+    /// (no update registered, nothing reported, nothing recorded for undo), as in Core Data.
     @inline(__always)
     func awake(_ object: ManagedObject) {
-        object._state = object._state.subtracting(.awaitingAwake).union(.constructing)
+        object._state = object._state.subtracting(.awaitingAwake).union(.awakening)
         object.awakeFromFetch()
-        object._state.remove(.constructing)
+        object._state.remove(.awakening)
+    }
+
+    /// Notes that `object`'s `awakeFromFetch()` set a stored value (an attribute's or a
+    /// relationship's): its values may differ from its committed row's without a pending
+    /// update, and a lookup in an index must match it on its own values, as a scan does (see
+    /// `unsettledObjects(of:in:)`).
+    func noteAwakenedValue(of object: ManagedObject) {
+        guard let entityIndex = object._objectID.key.entityIndex else { return }
+        awakenedValueKeys[entityIndex].insert(object._objectID.rawValue)
     }
 }

@@ -617,13 +617,26 @@ extension ManagedObjectContext {
 
     /// The registered objects of an entity, with rows in `snapshot`, whose values may not be
     /// those rows' (and so not what the snapshot's indexes say), by key: the objects with unsaved
-    /// changes, and the objects holding an older row than `snapshot`'s (a merge not taken yet).
+    /// changes, the objects whose `awakeFromFetch()` set values (``awakenedValueKeys``), and the
+    /// objects holding an older row than `snapshot`'s (a merge not taken yet).
     ///
     /// Whether there are any of the latter is known without looking at every object while the
     /// table's update token is the one the context last found every object current with;
     /// otherwise every object is looked at, and the token noted when all of them are current.
     private func unsettledObjects(of entityIndex: Int, in snapshot: TableSnapshot) -> [Int64: ManagedObject] {
         var unsettled: [Int64: ManagedObject] = [:]
+        if !awakenedValueKeys[entityIndex].isEmpty {
+            // Values an `awakeFromFetch()` set: not changes, not in the index either.
+            for key in awakenedValueKeys[entityIndex] {
+                guard let object = registry[entityIndex][key] else {
+                    awakenedValueKeys[entityIndex].remove(key)
+                    continue
+                }
+                if snapshot.reference(for: key) != nil {
+                    unsettled[key] = object
+                }
+            }
+        }
         if let token = snapshot.updateToken, currentRowsToken[entityIndex] === token {
             for object in pendingUpdates
             where Self.isPendingUpdate(object) && object._objectID.key.entityIndex == entityIndex

@@ -536,6 +536,7 @@ extension ManagedObjectContext {
                 }
             }
             registry = Array(repeating: [:], count: registry.count)
+            awakenedValueKeys = Array(repeating: [], count: registry.count)
             releaseCandidates.removeAll()
             objectsKeptAtLastFullCheck = 0
             temporaryKeysFromParent.removeAll()

@@ -129,6 +129,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// How many objects `register(_:)` registered (wrapping): a scan whose count changed while
     /// it ran looks its rows up again before registering them (see `registerScanned(_:since:)`).
     @exclusivity(unchecked) var registrationCount = 0
+    /// For each entity, the keys of objects whose `awakeFromFetch()` set a stored value (not a
+    /// change: they are not in ``pendingUpdates``), which the indexes of the committed rows do
+    /// not know; keys no longer registered are dropped by `unsettledObjects(of:in:)`.
+    var awakenedValueKeys: [Set<Int64>]
 
     /// - Parameters:
     ///   - observesSaves: Whether the context merges other contexts' saves (`false` for the
@@ -159,6 +163,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             queue: queue, contextName: name, parent: sharesParentValidity ? parent?.confinement : nil)
         self.registry = Array(repeating: [:], count: coordinator.model.entities.count)
         self.currentRowsToken = Array(repeating: nil, count: coordinator.model.entities.count)
+        self.awakenedValueKeys = Array(repeating: [], count: coordinator.model.entities.count)
         confinement.context = self
         if observesSaves {
             startObservingSaves()

@@ -493,7 +493,8 @@ open class ManagedObject: Hashable {
     /// As in Core Data, the context's change processing is off around it: values set here are
     /// the object's values, not changes — the object is not updated, observers are not told, the
     /// undo manager records nothing (a persistent attribute set here is saved only along with a
-    /// later change of the object). Do not change relationships here: their inverses would be
+    /// later change of the object; until then fetches match and sort the object on the value set,
+    /// whether they read an index or evaluate a predicate). Do not change relationships here: their inverses would be
     /// changed as changes. Each object of a batch (a fetch's results, an enumeration's batch) is
     /// registered before any of them is called, so a fetch made here finds them. Not called for
     /// inserted objects (``awakeFromInsert()``), for objects a fetch only evaluated a predicate
@@ -728,6 +729,12 @@ open class ManagedObject: Hashable {
         if state.contains(.constructing) {
             return
         }
+        if state.contains(.awakening) {
+            if slot < entity.columnCount, let context = _confinement.context {
+                context.noteAwakenedValue(of: self)
+            }
+            return
+        }
         if state.contains(.detached) {
             fatalError(
                 "QueueData: \(entity.name).\(entity.columnName(slot)) was set on an object that is no "
@@ -843,6 +850,11 @@ struct ObjectState: OptionSet, Sendable {
     /// (set by `register(_:)`, cleared by the call that registered it once its batch is
     /// registered).
     static let awaitingAwake = ObjectState(rawValue: 1 << 9)
+    /// In its ``ManagedObject/awakeFromFetch()``: attribute writes are the object's values, not
+    /// changes (as while `constructing`), but each goes through `_willChangeValue`, which notes
+    /// the objects whose stored values no longer are their committed row's (see
+    /// `ManagedObjectContext.awakenedValueKeys`).
+    static let awakening = ObjectState(rawValue: 1 << 10)
 
     /// The bits that only say what the next `processPendingChanges()` reports.
     static let eventBits: ObjectState = [.noted, .insertedInEvent]

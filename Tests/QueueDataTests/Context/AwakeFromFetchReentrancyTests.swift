@@ -117,3 +117,42 @@ struct AwakeFromFetchReentrancyTests {
         }
     }
 }
+
+@Suite("awakeFromFetch() and indexes")
+struct AwakeFromFetchIndexTests {
+    // Before: the index lookups knew only the committed values and the pending updates, and a
+    // value the hook set is neither: `where: "level", equals: 100` found nothing while the
+    // predicate `level == 100` found the item, and `equals: 1` (its committed value) nothing.
+    @Test("an indexed attribute set in awakeFromFetch() is found by index lookups as by predicate scans")
+    func indexedValueSetInHook() throws {
+        let manager = makeManager(model: awakeCrateModel)
+        defer { manager.close() }
+        let writer = try makeContext(manager, "awake-index-writer")
+        try writer.performAndWait {
+            for (offset, tag) in ["i-raise", "i-b", "i-c"].enumerated() {
+                let item = writer.insert(AwakeItem.self)
+                item.tag = tag
+                item.level = offset + 1
+            }
+            try writer.save()
+        }
+        let reader = try makeContext(manager, "awake-index-reader")
+        try reader.performAndWait {
+            let all = try reader.fetch(FetchRequest<AwakeItem>(sortBy: [SortDescriptor(\.tag)]))
+            #expect(all.map(\.level) == [2, 3, 100])
+            #expect(!reader.hasChanges)
+            for level in [1, 2, 100] {
+                let scanned = try reader.fetch(FetchRequest<AwakeItem>(predicate: #Predicate { $0.level == level }))
+                let looked = try reader.fetch(FetchRequest<AwakeItem>(where: "level", equals: level))
+                #expect(looked.map(\.tag) == scanned.map(\.tag), "level \(level)")
+                #expect(try reader.count(for: FetchRequest<AwakeItem>(where: "level", equals: level)) == scanned.count)
+            }
+            #expect(try reader.fetch(FetchRequest<AwakeItem>(where: "level", in: 50...)).map(\.tag) == ["i-raise"])
+            // A page read in the index's order places it by its value too.
+            var top = FetchRequest<AwakeItem>(sortBy: [SortDescriptor(\.level, order: .reverse)])
+            top.fetchLimit = 1
+            #expect(try reader.fetch(top).map(\.tag) == ["i-raise"])
+            withExtendedLifetime(all) {}
+        }
+    }
+}
