@@ -47,11 +47,16 @@ extension ManagedObjectContext {
     /// Calls `object`'s ``ManagedObject/awakeFromFetch()`` with change processing off: while it
     /// runs the object is `awakening`, so that the values it sets are its values, not changes
     /// (no update registered, nothing reported, nothing recorded for undo), as in Core Data.
+    /// A hook that awakens its own object again (a `refresh(self, mergeChanges:)`) leaves the
+    /// state to the outer call, which goes on with change processing off.
     @inline(__always)
     func awake(_ object: ManagedObject) {
-        object._state = object._state.subtracting(.awaitingAwake).union(.awakening)
+        let state = object._state
+        object._state = state.subtracting(.awaitingAwake).union(.awakening)
         object.awakeFromFetch()
-        object._state.remove(.awakening)
+        if !state.contains(.awakening) {
+            object._state.remove(.awakening)
+        }
     }
 
     /// Notes that `object`'s `awakeFromFetch()` set a stored value (an attribute's or a

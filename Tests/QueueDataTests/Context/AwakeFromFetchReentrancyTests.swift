@@ -22,13 +22,26 @@ final class AwakeCrate: ManagedObject {
 final class AwakeItem: ManagedObject {
     @Attribute var tag: String = ""
     @Attribute(.indexed) var level: Int = 0
+    @Attribute(.transient) var note: String = ""
     @Relationship(inverse: "items") var crate: AwakeCrate?
+    var refreshedInHook = false
 
     override func awakeFromFetch() {
         super.awakeFromFetch()
         if tag.hasSuffix("-raise") {
             level = 100
         }
+        if tag.hasSuffix("-self"), !refreshedInHook, let context = managedObjectContext {
+            refreshedInHook = true
+            context.refresh(self, mergeChanges: true)
+            // Still in the outer call: not a change either.
+            note = "refreshed"
+            return
+        }
+        if tag.hasSuffix("-delete") {
+            managedObjectContext?.delete(self)
+        }
+        note = "awake"
     }
 }
 
@@ -154,5 +167,37 @@ struct AwakeFromFetchIndexTests {
             #expect(try reader.fetch(top).map(\.tag) == ["i-raise"])
             withExtendedLifetime(all) {}
         }
+    }
+}
+
+@Suite("awakeFromFetch() refreshing or deleting its own object")
+struct AwakeFromFetchOwnObjectTests {
+    // Before: the inner call took the object out of its awakening state, and the outer call's
+    // `note = "refreshed"` made the object updated.
+    @Test("a hook that refreshes its own object or deletes it: values set after are still not changes")
+    func refreshOrDeleteOwnObject() throws {
+        let manager = makeManager(model: awakeCrateModel)
+        defer { manager.close() }
+        let writer = try makeContext(manager, "awake-own-writer")
+        try writer.performAndWait {
+            for tag in ["o-self", "o-delete", "o-plain"] {
+                writer.insert(AwakeItem.self).tag = tag
+            }
+            try writer.save()
+        }
+        let reader = try makeContext(manager, "awake-own-reader")
+        try reader.performAndWait {
+            let items = try reader.fetch(FetchRequest<AwakeItem>(sortBy: [SortDescriptor(\.tag)]))
+            #expect(items.map(\.tag) == ["o-delete", "o-plain", "o-self"])
+            #expect(items.map(\.note) == ["awake", "awake", "refreshed"])
+            #expect(items[0].isDeleted)
+            #expect(!items[1].isUpdated && !items[2].isUpdated)
+            reader.processPendingChanges()
+            #expect(reader.updatedObjects.isEmpty)
+            #expect(reader.deletedObjects.map(\.objectID) == [items[0].objectID])
+            try reader.save()
+        }
+        let remaining = try reader.performAndWait { try reader.count(for: FetchRequest<AwakeItem>()) }
+        #expect(remaining == 2)
     }
 }
