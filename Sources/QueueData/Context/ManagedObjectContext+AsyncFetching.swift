@@ -149,6 +149,7 @@ extension ManagedObjectContext {
             let worker = ManagedObjectContext(
                 queue: workerQueue, name: workerName, coordinator: coordinator, observesSaves: false, parent: parent,
                 sharesParentValidity: false, onDeinit: {})
+            worker.awakesFetchedObjects = false
             completion(Swift.Result { try worker.performAndWait { try worker.fetchObjectIDs(committed) } })
         }
     }

@@ -20,7 +20,7 @@ extension ManagedObjectContext {
     /// Called once the whole batch is registered: an `awakeFromFetch()` that fetches finds the
     /// batch's objects registered, and cannot register a second instance of one of them.
     func awakeFetched(_ objects: [ManagedObject]) {
-        guard !objects.isEmpty else { return }
+        guard !objects.isEmpty, awakesFetchedObjects else { return }
         confinement.withMarkedBlock {
             objects.withUnsafeBufferPointer { buffer in
                 for index in buffer.indices {
@@ -38,7 +38,7 @@ extension ManagedObjectContext {
     /// ``awakeFetched(_:)`` for one object; returns it.
     @discardableResult
     func awakeFetched(_ object: ManagedObject) -> ManagedObject {
-        if object._state.contains(.awaitingAwake) {
+        if awakesFetchedObjects, object._state.contains(.awaitingAwake) {
             confinement.withMarkedBlock { awake(object) }
         }
         return object
@@ -47,16 +47,19 @@ extension ManagedObjectContext {
     /// Calls `object`'s ``ManagedObject/awakeFromFetch()`` with change processing off: while it
     /// runs the object is `awakening`, so that the values it sets are its values, not changes
     /// (no update registered, nothing reported, nothing recorded for undo), as in Core Data.
-    /// A hook that awakens its own object again (a `refresh(self, mergeChanges:)`) leaves the
-    /// state to the outer call, which goes on with change processing off.
+    /// An object whose hook is running is not awakened again (its hook calling
+    /// `refresh(self, mergeChanges:)`, which would call it again, endlessly): the running call
+    /// goes on, on the reloaded values, with change processing still off.
     @inline(__always)
     func awake(_ object: ManagedObject) {
         let state = object._state
+        guard !state.contains(.awakening) else {
+            object._state = state.subtracting(.awaitingAwake)
+            return
+        }
         object._state = state.subtracting(.awaitingAwake).union(.awakening)
         object.awakeFromFetch()
-        if !state.contains(.awakening) {
-            object._state.remove(.awakening)
-        }
+        object._state.remove(.awakening)
     }
 
     /// Notes that `object`'s `awakeFromFetch()` set a stored value (an attribute's or a

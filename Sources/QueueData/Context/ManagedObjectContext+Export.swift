@@ -131,6 +131,7 @@ extension ManagedObjectContext {
         workerQueue.async {
             let worker = ManagedObjectContext(
                 queue: workerQueue, name: workerName, coordinator: coordinator, observesSaves: false, onDeinit: {})
+            worker.awakesFetchedObjects = false
             done(
                 Swift.Result {
                     try worker.performAndWait {

@@ -128,9 +128,11 @@ extension ManagedObjectContext {
             hasChanges,
             fetchedEntityIndexes(for: request).contains(where: { !model.entities[$0].relationships.isEmpty })
         else { return nil }
-        return ManagedObjectContext(
+        let worker = ManagedObjectContext(
             queue: queue, name: "\(name) (committed fetch)", coordinator: coordinator, observesSaves: false,
             parent: parent, onDeinit: {})
+        worker.awakesFetchedObjects = false
+        return worker
     }
 
     /// `objects`, all of class `Result`, as an array of `Result`: the one step of a fetch

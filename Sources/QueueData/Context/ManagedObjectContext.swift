@@ -133,6 +133,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// change: they are not in ``pendingUpdates``), which the indexes of the committed rows do
     /// not know; keys no longer registered are dropped by `unsettledObjects(of:in:)`.
     var awakenedValueKeys: [Set<Int64>]
+    /// Whether objects registered from committed rows get their ``ManagedObject/awakeFromFetch()``:
+    /// `false` in the private contexts that match, sort or read for another context (a fetch of
+    /// committed values, an asynchronous fetch, a controller's, an export), whose objects the app
+    /// never sees.
+    var awakesFetchedObjects = true
 
     /// - Parameters:
     ///   - observesSaves: Whether the context merges other contexts' saves (`false` for the

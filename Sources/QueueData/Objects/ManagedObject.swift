@@ -494,13 +494,19 @@ open class ManagedObject: Hashable {
     /// the object's values, not changes — the object is not updated, observers are not told, the
     /// undo manager records nothing (a persistent attribute set here is saved only along with a
     /// later change of the object; until then fetches match and sort the object on the value set,
-    /// whether they read an index or evaluate a predicate). Do not change relationships here: their inverses would be
-    /// changed as changes. Each object of a batch (a fetch's results, an enumeration's batch) is
-    /// registered before any of them is called, so a fetch made here finds them. Not called for
-    /// inserted objects (``awakeFromInsert()``), for objects a fetch only evaluated a predicate
-    /// or a sort on, nor when a merge of another context's save, `rollback()` or an undo changes
-    /// a registered object's values (observe ``ManagedObjectContext/objectsDidChangeNotification``
-    /// for those).
+    /// whether they read an index or evaluate a predicate). Do not change relationships here:
+    /// their inverses would be changed as changes. Each object of a batch (a fetch's results, an
+    /// enumeration's batch) is registered before any of them is called, so a fetch made here
+    /// finds them. A `refresh(self, mergeChanges:)` made here reloads the values without calling
+    /// it again: the running call goes on.
+    ///
+    /// Not called for inserted objects (``awakeFromInsert()``), for rows a fetch only evaluated
+    /// a predicate or a sort on (objects a predicate reaches through a relationship are loaded
+    /// into the context, as when your code follows it, and called), in the private contexts that
+    /// match committed values or fetch asynchronously on another context's behalf (their objects
+    /// never reach you: the context you fetch in calls it when it registers them), nor when a merge
+    /// of another context's save, `rollback()` or an undo changes a registered object's values
+    /// (observe ``ManagedObjectContext/objectsDidChangeNotification`` for those).
     open func awakeFromFetch() {}
 
     /// Called on the context's queue when the object is about to be deleted, before anything

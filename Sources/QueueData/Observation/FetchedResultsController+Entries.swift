@@ -225,6 +225,7 @@ extension ManagedObjectContext {
                 let worker = ManagedObjectContext(
                     queue: workerQueue, name: workerName, coordinator: coordinator, observesSaves: false,
                     onDeinit: {})
+                worker.awakesFetchedObjects = false
                 let outcome = Swift.Result {
                     try worker.performAndWait { try worker.controllerEntries(committed, controller.value) }
                 }

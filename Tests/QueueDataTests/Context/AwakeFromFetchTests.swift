@@ -34,6 +34,10 @@ final class Gauge: ManagedObject {
         if label.hasSuffix("store") {
             reading = 99
         }
+        if label.hasSuffix("refresh") {
+            // Unguarded: the refresh reloads the values without calling the hook again.
+            context.refresh(self, mergeChanges: true)
+        }
     }
 }
 
@@ -284,6 +288,42 @@ struct AwakeFromFetchTests {
             let nines = try writer.count(for: FetchRequest<Gauge>(predicate: #Predicate { $0.reading == 99 }))
             #expect(nines == 1)
         }
+    }
+
+    @Test("a hook refreshing its own object runs once; private contexts matching for another run no hook")
+    func refreshInHookAndPrivateContexts() async throws {
+        let manager = makeManager(model: gaugeModel)
+        defer { manager.close() }
+        let writer = try makeContext(manager, "awake-private-writer")
+        let ids = try seedGauges(writer, "h", ["h-refresh", "h-b", "h-c"])
+        let reader = try makeRetainingContext(manager, "awake-private-reader")
+        try reader.performAndWait {
+            let gauge = try reader.existingObject(with: ids[0], as: Gauge.self)
+            #expect(gauge.awakeCount == 1 && gauge.display == "h-refresh=1" && !gauge.hasChanges)
+            #expect(awakenings("h-refresh") == ["h-refresh updated=false changes=false"])
+            // An unsaved change here makes a fetch of committed values (through the panel) run in a
+            // private context: its objects get no hook; the objects returned are this context's.
+            gauge.panel!.label = "h-renamed"
+            var committed = FetchRequest<Gauge>(
+                predicate: #Predicate { $0.panel?.label == "h-panel" }, sortBy: [SortDescriptor(\.label)])
+            committed.includesPendingChanges = false
+            let matched = try reader.fetch(committed)
+            #expect(matched.map(\.label) == ["h-b", "h-c", "h-refresh"])
+            #expect(matched.allSatisfy { $0.awakeCount == 1 })
+            #expect(awakenings("h-").filter { $0.contains(" updated=") }.count == 3)
+            // The panel the private context read through is not awakened there.
+            #expect(awakenings("h-").filter { $0.hasSuffix(" panel") } == ["h-panel panel"])
+        }
+        // An asynchronous fetch matches in a private context: one call per object, here.
+        let asynchronous = try makeRetainingContext(manager, "awake-private-async")
+        let counts = try await withCheckedThrowingContinuation { continuation in
+            asynchronous.fetch(FetchRequest<Gauge>(predicate: #Predicate { $0.panel?.label == "h-panel" })) {
+                continuation.resume(with: $0.map { $0.map(\.awakeCount) })
+            }
+        }
+        #expect(counts == [1, 1, 1])
+        #expect(awakenings("h-").filter { $0.contains(" updated=") }.count == 6)
+        #expect(awakenings("h-").filter { $0.hasSuffix(" panel") } == ["h-panel panel"])
     }
 
     @Test("a child context awakens the objects it loads from its parent")
