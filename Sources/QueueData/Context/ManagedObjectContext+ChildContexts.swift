@@ -135,7 +135,16 @@ extension ManagedObjectContext {
             guard let position = positions[object._objectID.key.entityIndex!],
                 let row = Self.childRow(of: object)
             else { continue }
-            overlays[position][object._objectID.rawValue] = row
+            let key = object._objectID.rawValue
+            // An update of an object whose row another context's save deleted (a merge not taken
+            // yet): the store holds no row for it, and this context's own fetches skip it, so a
+            // child's must too (its positive keys missing from the snapshot are read as inserts).
+            if key > 0, !row.isDeleted, !Self.isPendingInsert(object), overlays[position][key] == nil,
+                !snapshots[position].contains(primaryKey: key)
+            {
+                continue
+            }
+            overlays[position][key] = row
         }
         return (snapshots, overlays)
     }
