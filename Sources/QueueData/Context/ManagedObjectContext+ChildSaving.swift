@@ -63,10 +63,12 @@ extension ManagedObjectContext {
         case restore(SaveRequest.Restore)
     }
 
-    /// An updated object as the child read it and as it left it, in this context's keys.
+    /// An updated object as the child read it and as it left it, in this context's keys, and
+    /// this context's values of it before the push changed any object (`nil`: unknown).
     private struct ChildValues {
         var snapshot: [StoredValue]
         var object: [StoredValue]
+        var current: [StoredValue]?
     }
 
     /// Takes a child's save as this context's own unsaved changes (on this context's queue).
@@ -112,7 +114,7 @@ extension ManagedObjectContext {
                     writes.append(
                         .write(
                             entityIndex: entityIndex, key: key, values: object,
-                            child: ChildValues(snapshot: snapshot, object: object)))
+                            child: ChildValues(snapshot: snapshot, object: object, current: current)))
                 } else {
                     writes.append(.delete(entityIndex: entityIndex, key: key, values: deleted))
                 }
@@ -126,7 +128,7 @@ extension ManagedObjectContext {
                     writes.append(
                         .write(
                             entityIndex: entityIndex, key: key, values: row,
-                            child: object.map { ChildValues(snapshot: snapshot, object: $0) }))
+                            child: object.map { ChildValues(snapshot: snapshot, object: $0, current: current) }))
                 }
                 return
             }
@@ -179,7 +181,9 @@ extension ManagedObjectContext {
                     writes.append(
                         .write(
                             entityIndex: item.entityIndex, key: item.key, values: row,
-                            child: item.object.map { ChildValues(snapshot: item.snapshot, object: $0) }))
+                            child: item.object.map {
+                                ChildValues(snapshot: item.snapshot, object: $0, current: item.current)
+                            }))
                 }
             }
             if !failed.isEmpty {
@@ -286,7 +290,10 @@ extension ManagedObjectContext {
             if StoredValue.isSame(child.object[column], child.snapshot[column]) {
                 return  // The child left it alone: this context's value stands.
             }
-            if !StoredValue.isSame(current, child.snapshot[column]) {
+            // Compared with this context's value before the push: the push's own changes to the
+            // other sides (an inserted object pointing back, a to-one set) are the child's, and
+            // must not make the child's order look like a merge with this context's.
+            if !StoredValue.isSame(child.current?[column] ?? current, child.snapshot[column]) {
                 target = RelationshipKeys.merged(
                     snapshot: child.snapshot[column], object: child.object[column], committed: current,
                     relationship: link.relationship)
