@@ -224,7 +224,11 @@ extension ManagedObjectContext {
                 guard let object = liveObject(entityIndex: entityIndex, key: key) else { continue }
                 let values = translatedRelationships(values, entity: object.entity)
                 if object._state.contains(.deleted) {
-                    // The child's version wins over the parent's pending deletion.
+                    // The child's version wins over the parent's pending deletion: for the undo
+                    // manager, the object comes back (undoing the push deletes it again), with
+                    // its values as they were before the push.
+                    undoManagerValue?.willChange(object)
+                    undoManagerValue?.recordInsertion(object)
                     object._state.remove(.deleted)
                     pendingListsMayRepeat = true
                     if !object._state.contains(.updated) {

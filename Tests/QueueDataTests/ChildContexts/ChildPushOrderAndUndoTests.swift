@@ -44,4 +44,41 @@ struct ChildPushOrderAndUndoTests {
         #expect(childOrder == ["l5", "l3", "l7"])
         #expect(parentOrder == childOrder)
     }
+
+    @Test("a push cancelling the parent's pending deletion (the child undid it) is undone and redone in the parent")
+    func deleteUndo() throws {
+        let directory = TemporaryDirectory("child-push")
+        let manager = undoModelManager(.memory, directory)
+        defer { manager.close() }
+        let parent = try makeRetainingContext(manager, "p")
+        try parent.performAndWait {
+            let l1 = parent.insert(Layer.self)
+            l1.uid = "l1"
+            try parent.save()
+            parent.undoManager = UndoManager()
+        }
+        let child = parent.performAndWait { parent.newChildContext() }
+        child.performAndWait {
+            child.retainsRegisteredObjects = true
+            child.undoManager = UndoManager()
+        }
+        try child.performAndWait {
+            let all = try UndoChildRandomTests.fetchAll(child)
+            child.delete(all[0])
+        }
+        try child.performAndWait { try child.save() }
+        #expect(try UndoChildRandomTests.view(parent).isEmpty)
+        child.performAndWait { _ = child.undo() }
+        #expect(try UndoChildRandomTests.view(child).count == 1)
+        let before = parent.performAndWait { parent.undoManager!.undoStack.count }
+        try child.performAndWait { try child.save() }
+        #expect(try UndoChildRandomTests.view(parent).count == 1)
+        #expect(parent.performAndWait { parent.undoManager!.undoStack.count } == before + 1)
+        parent.performAndWait { _ = parent.undo() }
+        #expect(try UndoChildRandomTests.view(parent).isEmpty)
+        parent.performAndWait { _ = parent.redo() }
+        #expect(try UndoChildRandomTests.view(parent).count == 1)
+        try parent.performAndWait { try parent.save() }
+        #expect(try UndoRandomTests.storedSignature(manager).count == 1)
+    }
 }
