@@ -498,7 +498,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// Registers an object made by `makeObject`, to be given its
     /// ``ManagedObject/awakeFromFetch()`` by `awakeFetched(_:)` once its batch is registered.
-    @discardableResult
+    @discardableResult @inline(__always)
     func register(_ object: ManagedObject) -> ManagedObject {
         object._state = .awaitingAwake
         registrationCount &+= 1
