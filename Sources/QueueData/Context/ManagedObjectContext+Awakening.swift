@@ -14,6 +14,34 @@ extension ManagedObjectContext {
         return register(object)
     }
 
+    /// Registers the objects of `objects` made for committed rows (`detached`), each followed at
+    /// once by its ``ManagedObject/awakeFromFetch()``: one pass, as a second pass over a large
+    /// fetch's objects cost as much as the calls (its objects no longer in the cache).
+    ///
+    /// An object registered by code that ran since `registrations` — the scan (a predicate
+    /// following a relationship), or a hook that fetched — replaces the object made for its row
+    /// in `objects` (already awakened where it was registered), so that one ID has one instance.
+    /// Must run in a marked block on the context's queue.
+    func registerAndAwake(_ objects: inout [ManagedObject], since registrations: Int) {
+        var expected = registrations
+        let awakes = awakesFetchedObjects
+        for index in objects.indices {
+            let object = objects[index]
+            guard object._stateBits & ObjectState.detached.rawValue != 0 else { continue }
+            if registrationCount != expected,
+                let existing = registry[object._objectID.key.entityIndex!][object._objectID.rawValue]
+            {
+                objects[index] = existing
+                continue
+            }
+            register(object)
+            if awakes {
+                awake(object)
+            }
+            expected = registrationCount
+        }
+    }
+
     /// Calls ``ManagedObject/awakeFromFetch()`` on each of `objects` registered from a committed
     /// row that has not had it since (`ObjectState.awaitingAwake`), in order.
     ///

@@ -31,17 +31,7 @@ extension ManagedObjectContext {
             let registrations = registrationCount
             var objects = try matchingObjects(request)
             reserveRegistryCapacity(for: objects)
-            if registrationCount == registrations {
-                for object in objects where object._state.contains(.detached) {
-                    register(object)
-                }
-            } else {
-                // Something the scan ran registered objects: some may be of rows it found.
-                for index in objects.indices where objects[index]._state.contains(.detached) {
-                    objects[index] = registerScanned(objects[index], since: registrations)
-                }
-            }
-            awakeFetched(objects)
+            registerAndAwake(&objects, since: registrations)
             return Self.array(objects, of: Result.self)
         }
     }

@@ -495,10 +495,11 @@ open class ManagedObject: Hashable {
     /// undo manager records nothing (a persistent attribute set here is saved only along with a
     /// later change of the object; until then fetches match and sort the object on the value set,
     /// whether they read an index or evaluate a predicate). Do not change relationships here:
-    /// their inverses would be changed as changes. Each object of a batch (a fetch's results, an
-    /// enumeration's batch) is registered before any of them is called, so a fetch made here
-    /// finds them. A `refresh(self, mergeChanges:)` made here reloads the values without calling
-    /// it again: the running call goes on.
+    /// their inverses would be changed as changes. A fetch made here returns the instances the
+    /// fetch that loaded the object returns (one instance per ID, whichever registered it first;
+    /// a fetch registers and calls its objects one by one, an enumeration's batch, a controller
+    /// and a lookup by IDs register all of theirs first). A `refresh(self, mergeChanges:)` made
+    /// here reloads the values without calling it again: the running call goes on.
     ///
     /// Not called for inserted objects (``awakeFromInsert()``), for rows a fetch only evaluated
     /// a predicate or a sort on (objects a predicate reaches through a relationship are loaded

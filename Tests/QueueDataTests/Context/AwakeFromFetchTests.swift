@@ -200,7 +200,7 @@ struct AwakeFromFetchTests {
         }
     }
 
-    @Test("the whole batch is registered before any object is awakened: a fetch in the hook finds the same instances")
+    @Test("a fetch in the hook finds the instances the outer fetch returns, each awakened once")
     func batchRegisteredFirst() throws {
         let manager = makeManager(model: gaugeModel)
         defer { manager.close() }
