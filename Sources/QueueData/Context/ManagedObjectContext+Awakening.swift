@@ -54,18 +54,8 @@ extension ManagedObjectContext {
                 for index in buffer.indices {
                     // The array holds every object throughout: no retain for the call.
                     Unmanaged.passUnretained(buffer[index])._withUnsafeGuaranteedRef { object in
-                        let bits = object._stateBits
-                        if bits & ObjectState.awaitingAwake.rawValue != 0 {
-                            if bits & ObjectState.awakening.rawValue == 0 {
-                                // `awake(_:)`, its state changes as one store each.
-                                object._stateBits = ObjectState._withWritableInPlace(
-                                    bits & ~ObjectState.awaitingAwake.rawValue | ObjectState.awakening.rawValue)
-                                object.awakeFromFetch()
-                                object._stateBits = ObjectState._withWritableInPlace(
-                                    object._stateBits & ~ObjectState.awakening.rawValue)
-                            } else {
-                                awake(object)
-                            }
+                        if object._stateBits & ObjectState.awaitingAwake.rawValue != 0 {
+                            awake(object)
                         }
                     }
                 }
