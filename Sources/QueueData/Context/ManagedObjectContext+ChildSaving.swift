@@ -195,16 +195,32 @@ extension ManagedObjectContext {
         var insertedObjects: [ManagedObject] = []
         for insert in request.inserts {
             let entity = model.entities[insert.entityIndex]
+            let values = translatedRelationships(insert.values, entity: entity)
+            let attributeCount = entity.attributes.count
+            // Made with no links, as an insertion in this context starts: the undo manager keeps
+            // its relationships as inserted, and the links are then its changes, so that undoing
+            // the push takes back its side of them along with the other side (a cascade rule
+            // would otherwise delete, at the next save, objects the push only linked to it).
             let object = ManagedObject._make(
                 entity: entity, confinement: confinement,
                 objectID: ObjectID(key: coordinator.entityKeys[insert.entityIndex], rawValue: insert.temporaryKey),
-                values: translatedRelationships(insert.values, entity: entity))
+                values: Array(values[..<attributeCount]) + entity.defaultRow[attributeCount...])
             object._state = [.inserted, .noted, .insertedInEvent]
             registry[insert.entityIndex][insert.temporaryKey] = object
             pendingInserts.append(object)
             changedSinceProcessing.append(object)
             undoManagerValue?.recordInsertion(object)
+            for column in attributeCount..<values.count {
+                object._storeValue(values[column], at: column)
+            }
             insertedObjects.append(object)
+        }
+        // Objects the child brings back after this context saved their deletion, before the
+        // writes: the objects they point to point back (a write of one may list them).
+        for write in writes {
+            if case .restore(let restore) = write {
+                insertedObjects.append(restoreForPush(restore))
+            }
         }
         // The objects the inserted ones point to point back, even where the policy kept this
         // context's version of them.
@@ -255,20 +271,8 @@ extension ManagedObjectContext {
                     }
                 }
                 delete(object, preparing: false)
-            case .restore(let restore):
-                let entity = model.entities[restore.entityIndex]
-                let key = translated(restore.primaryKey)
-                let object = ManagedObject._make(
-                    entity: entity, confinement: confinement,
-                    objectID: ObjectID(key: coordinator.entityKeys[restore.entityIndex], rawValue: key),
-                    values: translatedRelationships(restore.values, entity: entity))
-                object._setSnapshot(
-                    translatedRelationships(restore.snapshot, entity: entity), version: restore.baseVersion)
-                object._state = [.inserted, .noted, .insertedInEvent]
-                registry[restore.entityIndex][key] = object
-                pendingInserts.append(object)
-                changedSinceProcessing.append(object)
-                undoManagerValue?.recordInsertion(object)
+            case .restore:
+                break  // Done before the writes, with the insertions.
             }
         }
     }
@@ -391,6 +395,43 @@ extension ManagedObjectContext {
             try coordinator.committedRow(entityIndex: entityIndex, primaryKey: key)
         }
         return (row ?? nil)?.values
+    }
+
+    /// Brings back an object the child pushes again after this context saved its deletion (the
+    /// child undid it): inserted again under its permanent key, with its links set after the
+    /// undo manager noted it (see the pushed insertions).
+    private func restoreForPush(_ restore: SaveRequest.Restore) -> ManagedObject {
+        let entity = model.entities[restore.entityIndex]
+        let objectID = ObjectID(
+            key: coordinator.entityKeys[restore.entityIndex], rawValue: translated(restore.primaryKey))
+        let values = translatedRelationships(restore.values, entity: entity)
+        let attributeCount = entity.attributes.count
+        // Without links first, as a pushed insertion is made (see `applyChildSave`).
+        let unlinked = Array(values[..<attributeCount]) + entity.defaultRow[attributeCount...]
+        let snapshot = translatedRelationships(restore.snapshot, entity: entity)
+        let object: ManagedObject
+        if let gone = instanceGoneForUndo(objectID) {
+            // The instance this context's saved deletion took away, which its undo groups name:
+            // the same object comes back, so that undoing that deletion later finds it (and a
+            // second instance of the ID never exists).
+            object = gone
+            object._setSnapshot(snapshot, version: restore.baseVersion)
+            object._load(unlinked)
+            object._resetTransientAttributes()
+        } else {
+            object = ManagedObject._make(
+                entity: entity, confinement: confinement, objectID: objectID, values: unlinked)
+            object._setSnapshot(snapshot, version: restore.baseVersion)
+        }
+        object._state = [.inserted, .noted, .insertedInEvent]
+        registry[restore.entityIndex][objectID.rawValue] = object
+        pendingInserts.append(object)
+        changedSinceProcessing.append(object)
+        undoManagerValue?.recordInsertion(object)
+        for column in attributeCount..<values.count {
+            object._storeValue(values[column], at: column)
+        }
+        return object
     }
 
     /// This context's object for `key`, registered (deleted ones included), or `nil` when it

@@ -57,6 +57,16 @@ extension ManagedObjectContext {
         return registry[entityIndex][object._objectID.rawValue] == nil
     }
 
+    /// The instance of `objectID` that left the context with a deletion it saved, when its
+    /// undo manager still names it (an undo can bring it back: no other instance took its
+    /// place).
+    func instanceGoneForUndo(_ objectID: ObjectID) -> ManagedObject? {
+        guard let object = undoManagerValue?.removedObjects[objectID], object._state.contains(.deletedBySave),
+            canBringBack(object)
+        else { return nil }
+        return object
+    }
+
     /// Whether `object` left the context because another context deleted it.
     func wasDeletedElsewhere(_ object: ManagedObject) -> Bool {
         let state = object._state

@@ -15,7 +15,7 @@ import Testing
 /// `QUEUEDATA_UNDO_CHILD_SEED` run more or other rounds.
 @Suite("Undo: random edits in a child context over a parent that undoes and saves")
 struct UndoChildRandomTests {
-    static let rounds = ProcessInfo.processInfo.environment["QUEUEDATA_UNDO_CHILD_ROUNDS"].flatMap(Int.init) ?? 6
+    static let rounds = ProcessInfo.processInfo.environment["QUEUEDATA_UNDO_CHILD_ROUNDS"].flatMap(Int.init) ?? 40
     static let seed = ProcessInfo.processInfo.environment["QUEUEDATA_UNDO_CHILD_SEED"].flatMap(UInt64.init) ?? 11
     /// `QUEUEDATA_UNDO_CHILD_ROUND`: run only this round (to study a failure).
     static let onlyRound = ProcessInfo.processInfo.environment["QUEUEDATA_UNDO_CHILD_ROUND"].flatMap(Int.init)
