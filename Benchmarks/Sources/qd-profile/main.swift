@@ -281,6 +281,21 @@ case "graph-seed", "graph-link", "graph-link-many", "graph-cascade":
         }
     }
     manager.close()
+case "get-outside":
+    // Gets on the queue outside the context's blocks (P8's "outside perform"), through
+    // `queue.sync`: the confinement's slow path.
+    let manager = ContextManager(delegate: Store())
+    try seed(manager, count)
+    let context = try manager.createContext()
+    let all = try context.performAndWait { try context.fetch(FetchRequest<Record>()) }
+    context.queue.sync {
+        var sum = 0
+        for _ in 0..<10 {
+            for record in all { sum &+= record.age }
+        }
+        blackHole(sum)
+    }
+    manager.close()
 case "journal":
     let target = directory.appendingPathComponent("qd-profile-\(ProcessInfo.processInfo.processIdentifier)")
     defer { try? FileManager.default.removeItem(at: target) }

@@ -104,9 +104,26 @@ final class QueueConfinement: @unchecked Sendable {
         }
     }
 
-    /// Whether the confinement was invalidated.
+    /// Whether the confinement is valid: neither it nor its parent (for a child context's) was
+    /// invalidated.
+    ///
+    /// A loop rather than a recursion, so that the attribute getters' slow path inlines it.
     var isValid: Bool {
-        state.load(ordering: .relaxed) == State.valid.rawValue && (parent?.isValid ?? true)
+        guard state.load(ordering: .relaxed) == State.valid.rawValue else { return false }
+        guard let parent else { return true }
+        return parent.isValidUp
+    }
+
+    /// ``isValid`` for a child context's parent and its ancestors: out of line, off the path
+    /// of contexts without a parent.
+    @inline(never)
+    private var isValidUp: Bool {
+        var confinement = self
+        while true {
+            guard confinement.state.load(ordering: .relaxed) == State.valid.rawValue else { return false }
+            guard let parent = confinement.parent else { return true }
+            confinement = parent
+        }
     }
 
     /// Whether this confinement itself was not invalidated (whatever its parent's state).
