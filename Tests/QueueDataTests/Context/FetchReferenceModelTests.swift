@@ -592,6 +592,60 @@ struct FetchReferenceModelTests {
                 Issue.record("\(label) child count: \(count), expected \(childExpected.count): \(request)")
             }
         }
+        // A child with changes of its own: its parent's view, overlaid with them as a context's
+        // own changes overlay the store (none when the request leaves pending changes out).
+        var childRandom = SeededGenerator(seed: random.next())
+        let parentView = context.performAndWait {
+            Self.childRows(context, committed: committed, positions: Self.positions(context, request))
+        }
+        let (ownExpected, ownRows) = try child.performAndWait {
+            child.retainsRegisteredObjects = true
+            let groups = try child.fetch(FetchRequest<FRMGroup>())
+            let all = try child.fetch(FetchRequest<FRMItem>()).filter { !($0 is FRMSpecial) }
+            for item in all.shuffled(using: &childRandom).prefix(4) {
+                Self.change(item, Self.Flavor(nonASCII: false, nans: false), groups: groups, &childRandom)
+            }
+            if let victim = all.randomElement(using: &childRandom), Bool.random(using: &childRandom) {
+                child.delete(victim)
+            }
+            for number in 0..<Int.random(in: 0..<3, using: &childRandom) {
+                let item = child.insert(FRMItem.self)
+                Self.fill(
+                    item, 1_000_000 + number, Self.Flavor(nonASCII: false, nans: false), groups: groups, &childRandom)
+            }
+            let positions = Self.positions(child, request)
+            var rows: [FRMRow] = []
+            if request.includesPendingChanges {
+                let deleted = Set(child.deletedObjects.map(\.objectID))
+                var registered: [ObjectID: FRMItem] = [:]
+                for case let item as FRMItem in child.registeredObjects {
+                    registered[item.objectID] = item
+                }
+                for row in parentView where !deleted.contains(row.id) {
+                    var own = registered[row.id].map(FRMRow.init) ?? row
+                    own.order = row.order
+                    rows.append(own)
+                }
+                for case let item as FRMItem in child.insertedObjects {
+                    var row = FRMRow(item)
+                    row.order = Self.order(of: row.id, entityPositions: positions, insert: true, child: false)
+                    rows.append(row)
+                }
+            } else {
+                rows = parentView
+            }
+            return (testCase.expected(rows), rows)
+        }
+        try child.performAndWait {
+            expect(try child.fetch(request).map(\.objectID), ownExpected, "child fetch, with changes of its own")
+            expect(try child.fetchObjectIDs(request), ownExpected, "child fetchObjectIDs, with changes of its own")
+            let count = try child.count(for: request)
+            if count != ownExpected.count {
+                failures += 1
+                let description = "\(label) child count with changes of its own: \(count)"
+                Issue.record("\(description), expected \(ownExpected.count) of \(ownRows.count) rows: \(request)")
+            }
+        }
         return failures
     }
 }
