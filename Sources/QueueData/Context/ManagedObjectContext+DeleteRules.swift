@@ -13,7 +13,7 @@ extension ManagedObjectContext {
     /// context processes its changes with an undo manager, so that the group of a change holds
     /// everything the delete rules change because of it (Core Data's
     /// `propagatesDeletesAtEndOfEvent`). A deny rule refusing a deletion leaves it to the save,
-    /// which reports it.
+    /// which reports it; the other deletions of the event still apply their rules.
     ///
     /// A link made to an object deleted in an earlier event does not stay: the deleted object's
     /// rule applies to the object linked (a cascade deletes it, a nullify lets it go) and both
@@ -33,7 +33,13 @@ extension ManagedObjectContext {
                 guard let image = undoManager.preImages.first(where: { $0.object === root }) else { continue }
                 roots += dropLinksMade(to: root, since: image.values)
             }
-            _ = propagateDeletes(of: roots)
+            // A deny rule refusing one deletion leaves the others' rules to apply: each root on
+            // its own then (a root another one's cascade reached is propagated with it).
+            if !propagateDeletes(of: roots).isEmpty, roots.count > 1 {
+                for root in roots {
+                    _ = propagateDeletes(of: [root])
+                }
+            }
             // What the rules deleted was propagated with its roots: applying its rules on its
             // own would detach it from the deleted objects that took it along.
             for object in changedSinceProcessing where Self.isPendingDelete(object) {

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+@testable import QueueData
+
+/// Defects `UndoNestedRandomTests` found, each replayed deterministically.
+@Suite("Undo: nested contexts and deny rules, found by the random tests")
+struct UndoNestedRegressionTests {
+    /// A context with an undo manager that retains its objects.
+    static func undoing(_ context: ManagedObjectContext) -> ManagedObjectContext {
+        context.performAndWait {
+            context.retainsRegisteredObjects = true
+            context.undoManager = UndoManager()
+        }
+        return context
+    }
+
+    /// A new child of `parent` with an undo manager, retaining its objects.
+    static func child(of parent: ManagedObjectContext) -> ManagedObjectContext {
+        undoing(parent.performAndWait { parent.newChildContext() })
+    }
+
+    /// The registered object whose uid is `uid` (on the context's queue).
+    static func object(_ context: ManagedObjectContext, _ uid: String) -> ManagedObject? {
+        context.registeredObjects.first { UndoRandomTests.uid($0) == uid }
+    }
+
+    @Test(
+        "a deletion a deny rule refuses leaves the other deletions of its block to their rules",
+        arguments: LifecycleStore.allCases)
+    func denyLeavesOtherDeletions(_ store: LifecycleStore) throws {
+        let directory = TemporaryDirectory("undo-nested-deny-\(store)")
+        let manager = store.manager(directory, model: undoDenyModel)
+        defer { manager.close() }
+        let context = try makeRetainingContext(manager, "undo")
+        try context.performAndWait {
+            let kiln = context.insert(Kiln.self)
+            kiln.uid = "k1"
+            let pot = context.insert(Pot.self)
+            pot.uid = "p1"
+            pot.kiln = kiln
+            let album = context.insert(Album.self)
+            album.uid = "a1"
+            let sketch = context.insert(Sketch.self)
+            sketch.uid = "s1"
+            sketch.album = album
+            try context.save()
+            context.undoManager = UndoManager()
+        }
+        context.performAndWait {
+            context.delete(Self.object(context, "k1")!)
+            context.delete(Self.object(context, "a1")!)
+        }
+        try context.performAndWait {
+            #expect(Self.object(context, "s1")!.isDeleted, "the album's cascade ran at the end of the block")
+            #expect(!Self.object(context, "p1")!.isDeleted && (Self.object(context, "k1") as! Kiln).pots.count == 1)
+            #expect(throws: ValidationError.self) { try context.save() }
+        }
+        // A child reads the parent as its save would leave it: no sketch.
+        let child = context.performAndWait { context.newChildContext() }
+        let sketches = try child.performAndWait { try child.fetch(FetchRequest<Sketch>()).count }
+        #expect(sketches == 0)
+        try context.performAndWait {
+            context.undo()
+            #expect(
+                !Self.object(context, "s1")!.isDeleted && (Self.object(context, "a1") as! Album).sketches.count == 1)
+            try context.save()
+        }
+    }
+}
