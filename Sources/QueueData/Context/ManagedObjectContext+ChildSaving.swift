@@ -149,6 +149,21 @@ extension ManagedObjectContext {
                 entityIndex: update.entityIndex, key: update.primaryKey, snapshot: update.snapshot,
                 object: update.objectValues)
         }
+        // An unsaved object the child pushes as inserted while this context holds it pending
+        // deletion (the child deleted it, pushed, undid the deletion and pushed again, before
+        // anyone saved: its key is still temporary): this context's instance comes back, as a
+        // restore of a live object does, instead of a second instance of the key.
+        var inserts: [SaveRequest.Insert] = []
+        for insert in request.inserts {
+            let key = translated(insert.temporaryKey)
+            if let object = registry[insert.entityIndex][key], object._state.contains(.deleted),
+                !object._state.contains(.detached)
+            {
+                writes.append(.write(entityIndex: insert.entityIndex, key: key, values: insert.values, child: nil))
+            } else {
+                inserts.append(insert)
+            }
+        }
         for restore in request.restores {
             if liveObject(entityIndex: restore.entityIndex, key: translated(restore.primaryKey)) == nil {
                 writes.append(.restore(restore))
@@ -193,7 +208,7 @@ extension ManagedObjectContext {
 
         // Nothing can fail from here on.
         var insertedObjects: [ManagedObject] = []
-        for insert in request.inserts {
+        for insert in inserts {
             let entity = model.entities[insert.entityIndex]
             let values = translatedRelationships(insert.values, entity: entity)
             let attributeCount = entity.attributes.count

@@ -67,4 +67,41 @@ struct UndoNestedRegressionTests {
             try context.save()
         }
     }
+
+    @Test(
+        "an object a grandchild deletes, pushes, brings back and pushes again before any save is the child's again",
+        arguments: LifecycleStore.allCases)
+    func unsavedObjectBroughtBackTwoLevelsDown(_ store: LifecycleStore) throws {
+        let directory = TemporaryDirectory("undo-nested-unsaved-\(store)")
+        let manager = store.manager(directory, model: undoDenyModel)
+        defer { manager.close() }
+        let top = Self.undoing(try makeContext(manager, "top"))
+        let child = Self.child(of: top)
+        try child.performAndWait {
+            child.insert(Layer.self).uid = "l1"
+            try child.save()
+        }
+        let grandchild = Self.child(of: child)
+        try grandchild.performAndWait {
+            grandchild.delete(try #require(try grandchild.fetch(FetchRequest<Layer>()).first))
+            try grandchild.save()
+        }
+        try grandchild.performAndWait {
+            grandchild.undo()
+            try grandchild.save()
+        }
+        child.performAndWait {
+            #expect(child.insertedObjects.isEmpty && child.deletedObjects.isEmpty)
+            #expect(Self.object(child, "l1").map { !$0.isDeleted } == true)
+        }
+        // What the child's children and its save see.
+        let fresh = child.performAndWait { child.newChildContext() }
+        let layers = try fresh.performAndWait { try fresh.fetch(FetchRequest<Layer>()).map(\.uid) }
+        #expect(layers == ["l1"])
+        try child.performAndWait {
+            try child.save()
+            child.undo()  // the grandchild's second push: deleted again
+            #expect(Self.object(child, "l1")?.isDeleted == true)
+        }
+    }
 }
