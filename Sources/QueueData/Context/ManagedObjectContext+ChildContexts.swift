@@ -251,6 +251,33 @@ extension ManagedObjectContext {
         }
     }
 
+    /// Gives `object`, which left this context before it adopted the permanent keys of the
+    /// objects it knew by temporary ones (see ``adoptPermanentKeys(_:)``), those keys: its own
+    /// ID and the keys its relationships and snapshot hold. An undo bringing it back then
+    /// registers it as the parent now knows it (a save it pushed since), and its links resolve.
+    func adoptPermanentKeys(ofGone object: ManagedObject) {
+        let keys = adoptedPermanentKeys
+        if let permanent = keys[object._objectID.rawValue] {
+            object._objectID = ObjectID(key: object._objectID.key, rawValue: permanent)
+        }
+        func renamed(_ value: StoredValue, _ relationship: RelationshipDescription) -> StoredValue? {
+            let old = RelationshipKeys.decode(value)
+            guard old.contains(where: { $0 < 0 && keys[$0] != nil }) else { return nil }
+            return RelationshipKeys.encode(old.map { keys[$0] ?? $0 }, for: relationship)
+        }
+        let entity = object.entity
+        for (offset, relationship) in entity.relationships.enumerated() {
+            let slot = entity.attributes.count + offset
+            if let value = renamed(object._value(at: slot), relationship) {
+                object._storeValue(value, at: slot)
+            }
+            if var snapshot = object._snapshot, let value = renamed(snapshot[slot], relationship) {
+                snapshot[slot] = value
+                object._setSnapshot(snapshot, version: object._snapshotVersion)
+            }
+        }
+    }
+
     /// What a child reads for `object` of its parent when the parent changed it: its current
     /// values (version 0 when it is deleted); `nil` when the parent has no change to it.
     static func childRow(of object: ManagedObject) -> CommittedRow? {

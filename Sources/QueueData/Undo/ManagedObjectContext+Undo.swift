@@ -88,6 +88,9 @@ extension ManagedObjectContext {
             noteChangedForUndo(object)
             return
         }
+        if object._objectID.isTemporaryID, !adoptedPermanentKeys.isEmpty {
+            adoptPermanentKeys(ofGone: object)
+        }
         registry[object._objectID.key.entityIndex!][object._objectID.rawValue] = object
         object._state = [.inserted, .noted, .insertedInEvent]
         pendingInserts.append(object)

@@ -104,4 +104,47 @@ struct UndoNestedRegressionTests {
             #expect(Self.object(child, "l1")?.isDeleted == true)
         }
     }
+
+    @Test(
+        "a grandchild's undone cascade after the top saved and the grandchild read brings back the links",
+        arguments: LifecycleStore.allCases)
+    func undoneCascadeAfterPermanentKeys(_ store: LifecycleStore) throws {
+        let directory = TemporaryDirectory("undo-nested-keys-\(store)")
+        let manager = store.manager(directory, model: undoDenyModel)
+        defer { manager.close() }
+        let top = Self.undoing(try makeContext(manager, "top"))
+        let child = Self.child(of: top)
+        try child.performAndWait {
+            let album = child.insert(Album.self)
+            album.uid = "a1"
+            let sketch = child.insert(Sketch.self)
+            sketch.uid = "s1"
+            sketch.album = album
+            try child.save()
+        }
+        let grandchild = Self.child(of: child)
+        try grandchild.performAndWait {
+            grandchild.delete(try #require(try grandchild.fetch(FetchRequest<Album>()).first))
+            try grandchild.save()
+        }
+        try top.performAndWait { try top.save() }
+        // A read through the child: the grandchild's objects take their permanent IDs.
+        _ = try grandchild.performAndWait { try grandchild.fetch(FetchRequest<Layer>()) }
+        try grandchild.performAndWait {
+            grandchild.undo()
+            let album = try #require(Self.object(grandchild, "a1") as? Album)
+            #expect(!album.objectID.isTemporaryID)
+            #expect(album.sketches.map(\.uid) == ["s1"] && album.sketches.first?.album === album)
+            try grandchild.save()
+        }
+        let linked = try child.performAndWait {
+            let sketches = try child.fetch(FetchRequest<Sketch>())
+            return sketches.map { "\($0.uid)→\($0.album?.uid ?? "-")" }
+        }
+        #expect(linked == ["s1→a1"])
+        try child.performAndWait { try child.save() }
+        try top.performAndWait { try top.save() }
+        let stored = try UndoNestedRandomTests.stored(manager)
+        #expect(stored["a1"]?.contains("sketches=[s1]") == true && stored["s1"]?.contains("album=[a1]") == true)
+    }
 }
