@@ -195,7 +195,7 @@ struct UndoNestedRandomTests {
         var counter = 0
         try top.performAndWait {
             for _ in 0..<10 {
-                randomStep(top, &random, &counter)
+                _ = randomStep(top, &random, &counter)
             }
             clearDenied(top)
             try top.save()

@@ -51,7 +51,7 @@ struct UndoNestedRegressionTests {
             context.delete(Self.object(context, "k1")!)
             context.delete(Self.object(context, "a1")!)
         }
-        try context.performAndWait {
+        context.performAndWait {
             #expect(Self.object(context, "s1")!.isDeleted, "the album's cascade ran at the end of the block")
             #expect(!Self.object(context, "p1")!.isDeleted && (Self.object(context, "k1") as! Kiln).pots.count == 1)
             #expect(throws: ValidationError.self) { try context.save() }
