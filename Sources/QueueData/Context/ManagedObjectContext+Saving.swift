@@ -553,8 +553,9 @@ extension ManagedObjectContext {
     ///   - mergeChanges: When `true`, unsaved changes to the object's attributes and
     ///     relationships are kept (applied on top of the committed values); when `false`, they
     ///     are discarded — a relationship change on both sides: the objects it moved return to
-    ///     where they were committed, and those left with no change are no longer updated. A
-    ///     pending deletion is kept either way.
+    ///     where they were committed (but for pending deletions, which stay out of every
+    ///     owner), and those left with no change are no longer updated. A pending deletion is
+    ///     kept either way.
     ///
     /// If another context deleted the object, it leaves this context (as a merge would do: the
     /// delete rules of its deletion apply to the unsaved links made here to it).
@@ -702,8 +703,8 @@ extension ManagedObjectContext {
     /// Sets every relationship of `object` that differs from `row` (its committed row) back to
     /// the committed value, through the setter's path, so that the objects on the other side
     /// (which the change moved) go back too: an object the change took from another owner (a
-    /// to-one inverse) returns to the owner it has committed, when it has no other since. Those
-    /// left with no change at all are no longer updated.
+    /// to-one inverse) returns to the owner it has committed, when it has no other since and is
+    /// not a pending deletion. Those left with no change at all are no longer updated.
     fileprivate func revertRelationships(of object: ManagedObject, to row: CommittedRow) {
         let entity = object.entity
         let key = object._objectID.rawValue
@@ -724,7 +725,9 @@ extension ManagedObjectContext {
                 }
             }
             guard !link.inverse.isToMany else { continue }
-            for target in current where !committedKeys.contains(target._objectID.rawValue) {
+            // A pending deletion (a cascade took it) stays out of every owner: it is going.
+            for target in current
+            where !committedKeys.contains(target._objectID.rawValue) && !target._state.contains(.deleted) {
                 guard let targetCommitted = target._committedFields,
                     case .null = target._value(at: link.inverseColumn),
                     let owner = RelationshipKeys.decode(
