@@ -557,6 +557,10 @@ extension ManagedObjectContext {
     ///     owner), and those left with no change are no longer updated. A pending deletion is
     ///     kept either way.
     ///
+    /// Posts an ``objectsDidChangeNotification`` with the object refreshed and, without
+    /// `mergeChanges`, the objects the revert set back to their committed values (a
+    /// fetched-results controller re-evaluates them all).
+    ///
     /// If another context deleted the object, it leaves this context (as a merge would do: the
     /// delete rules of its deletion apply to the unsaved links made here to it).
     ///
@@ -595,6 +599,7 @@ extension ManagedObjectContext {
             reportMergedDeletionRuleChanges()
             return
         }
+        var settled: [ManagedObject] = []
         if !mergeChanges {
             // A pending deletion is kept, but its relationship changes go back like any other
             // object's (setting a deleted object's relationship traps: it is set as not deleted).
@@ -602,7 +607,7 @@ extension ManagedObjectContext {
             if isPendingDeletion {
                 object._state.remove(.deleted)
             }
-            revertRelationships(of: object, to: row)
+            settled = revertRelationships(of: object, to: row)
             if isPendingDeletion {
                 object._state.insert(.deleted)
             }
@@ -617,7 +622,9 @@ extension ManagedObjectContext {
         if !object._state.contains(.deleted) {
             confinement.withMarkedBlock { awake(object) }
         }
-        postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID]))
+        // The objects the revert moved back to their committed values are refreshed too: no
+        // later `processPendingChanges()` reports them (they hold no change any more).
+        postObjectsDidChange(ObjectsDidChange(refreshed: [object._objectID] + settled.map(\._objectID)))
     }
 
     /// Updates every registered object with its committed values, keeping unsaved changes:
@@ -705,7 +712,10 @@ extension ManagedObjectContext {
     /// (which the change moved) go back too: an object the change took from another owner (a
     /// to-one inverse) returns to the owner it has committed, when it has no other since and is
     /// not a pending deletion. Those left with no change at all are no longer updated.
-    fileprivate func revertRelationships(of object: ManagedObject, to row: CommittedRow) {
+    ///
+    /// - Returns: Those objects (other than `object`, each once): back to their committed
+    ///   values, they are no longer among the changes to report.
+    fileprivate func revertRelationships(of object: ManagedObject, to row: CommittedRow) -> [ManagedObject] {
         let entity = object.entity
         let key = object._objectID.rawValue
         var affected: [ManagedObject] = []
@@ -747,6 +757,7 @@ extension ManagedObjectContext {
                 }
             }
         }
+        var settled: [ManagedObject] = []
         for other in affected where other !== object && other._state.contains(.updated) {
             if let committedFields = other._committedFields,
                 other.entity.rowLayout.isSameRow(other._row, committedFields, count: other.entity.columnCount)
@@ -754,8 +765,10 @@ extension ManagedObjectContext {
                 other._state.remove(.updated)
                 pendingUpdatesMaySettle = true
                 unnoteSettled(other)
+                settled.append(other)
             }
         }
+        return settled
     }
 
     /// Takes `object`, which a refresh just set back to its committed values, off the changes
