@@ -537,7 +537,7 @@ struct ControllerUndoReferenceTests {
                 )
             }
         }
-        #expect(reported > rounds / 8, "batches reported: \(reported)")
+        #expect(reported > rounds / 16, "batches reported: \(reported)")
         print("undo FRC \(shape) seed \(seed): \(rounds) rounds, \(reported) batches")
     }
 }
