@@ -149,6 +149,14 @@ extension ManagedObjectContext {
         let undoManager = undoManagerValue
         undoManager?.disabledCount += 1
         defer { undoManager?.disabledCount -= 1 }
+        let deletionsBefore = pendingDeletes.count
+        defer {
+            if let undoManager, pendingDeletes.count > deletionsBefore {
+                for object in pendingDeletes[deletionsBefore...] where Self.isPendingDelete(object) {
+                    undoManager.deletedByMerge.insert(object._objectID)
+                }
+            }
+        }
         var cascaded: [ManagedObject] = []
         for object in gone {
             let key = object._objectID.rawValue

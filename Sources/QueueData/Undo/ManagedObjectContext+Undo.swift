@@ -157,10 +157,12 @@ extension ManagedObjectContext {
     }
 
     /// `value` of `relationship` without the objects that no longer exist, among those
-    /// `previous` did not hold: neither registered, nor coming back (`keeping`), nor committed.
+    /// `previous` did not hold: neither registered, nor coming back (`keeping`), nor committed;
+    /// and without those a merged deletion's rules deleted here, while pending deletion.
     ///
     /// - Returns: The value kept, and the IDs of saved objects left out (another context
-    ///   deleted them). Inserted objects discarded are left out without being named.
+    ///   deleted them). Inserted objects discarded, and objects pending deletion, are left out
+    ///   without being named.
     func existingReferences(
         _ value: StoredValue,
         previous: StoredValue,
@@ -172,13 +174,23 @@ extension ManagedObjectContext {
         guard !keys.isEmpty else { return (value, []) }
         let before = Set(RelationshipKeys.decode(previous))
         let entityKey = coordinator.entityKeys[destinationIndex]
-        let unknown = keys.filter {
-            !before.contains($0) && registry[destinationIndex][$0] == nil
-                && !comingBack.contains(ObjectID(key: entityKey, rawValue: $0))
+        // Objects a merged deletion's rules deleted (a layer in a sketch another context
+        // deleted) are not pointed at again while pending deletion: no undo takes that deletion
+        // back, and their own side of the link is gone.
+        let deletedByMerge = undoManagerValue?.deletedByMerge ?? []
+        var pendingDeletion = Set<Int64>()
+        let unknown = keys.filter { key in
+            let id = ObjectID(key: entityKey, rawValue: key)
+            guard !before.contains(key), !comingBack.contains(id) else { return false }
+            guard let registered = registry[destinationIndex][key] else { return true }
+            if registered._state.contains(.deleted), deletedByMerge.contains(id) {
+                pendingDeletion.insert(key)
+            }
+            return false
         }
-        guard !unknown.isEmpty else { return (value, []) }
+        guard !unknown.isEmpty || !pendingDeletion.isEmpty else { return (value, []) }
         let saved = unknown.filter { $0 > 0 }
-        var gone = Set(unknown.filter { $0 < 0 })
+        var gone = Set(unknown.filter { $0 < 0 }).union(pendingDeletion)
         if !saved.isEmpty {
             let coordinator = self.coordinator
             guard
@@ -195,6 +207,7 @@ extension ManagedObjectContext {
         }
         guard !gone.isEmpty else { return (value, []) }
         let kept = RelationshipKeys.encode(keys.filter { !gone.contains($0) }, for: relationship)
-        return (kept, Set(gone.filter { $0 > 0 }.map { ObjectID(key: entityKey, rawValue: $0) }))
+        let named = gone.filter { $0 > 0 && !pendingDeletion.contains($0) }
+        return (kept, Set(named.map { ObjectID(key: entityKey, rawValue: $0) }))
     }
 }

@@ -391,8 +391,8 @@ extension UndoManager {
                     destinationIndex: context.link(of: object, column: slot).destinationIndex, keeping: comingBack)
                 if !missing.isEmpty {
                     deleted.formUnion(sortMissing(missing, of: object, slot: slot, intended: target, lost: &lost))
-                    target = kept
                 }
+                target = kept
             }
             guard !StoredValue.isSame(target, current) else { continue }
             context.writeForUndo(target, to: object, at: slot)

@@ -49,6 +49,7 @@ extension UndoManager {
         permanentKeys.removeAll()
         consequenceGroup = nil
         mergedSlots.removeAll()
+        deletedByMerge.removeAll()
     }
 
     /// Processes the context's changes (``ManagedObjectContext/processPendingChanges()``), which

@@ -102,6 +102,10 @@ public final class UndoManager {
     /// For each saved object a merge (or refresh) changed: the committed version at which each
     /// slot last took another context's value.
     var mergedSlots: [ObjectID: [Int: Int64]] = [:]
+    /// Objects a merged deletion's rules deleted here (a layer this context put into a sketch
+    /// another context deleted): not an undoable action, so no undo points a relationship at
+    /// them while they are pending deletion.
+    var deletedByMerge: Set<ObjectID> = []
     var isSaving = false
 
     /// Which way a group is being applied.
