@@ -209,16 +209,27 @@ extension ManagedObjectContext {
     func adoptPermanentKeys(_ adopted: [(entityIndex: Int, temporary: Int64, permanent: Int64)]) {
         guard !adopted.isEmpty else { return }
         var reidentified: [(ObjectID, ObjectID)] = []
+        var gone: [ManagedObject] = []
         for (entityIndex, temporary, permanent) in adopted {
             adoptedPermanentKeys[temporary] = permanent
             // This context's own children may know the object by its temporary ID too.
             permanentKeysForChildren?[temporary] = permanent
-            guard let object = registry[entityIndex][temporary] else { continue }
+            guard let object = registry[entityIndex][temporary] else {
+                // An object that left with a deletion this context pushed, which its undo manager
+                // can bring back: it takes the permanent ID too (below, once every key is known),
+                // so that a child bringing it back, by either key, finds it.
+                let temporaryID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: temporary)
+                if let removed = undoManagerValue?.removedObjects[temporaryID], removed._objectID == temporaryID {
+                    gone.append(removed)
+                }
+                continue
+            }
             registry[entityIndex][temporary] = nil
             let temporaryID = object._objectID
             object._objectID = ObjectID(key: coordinator.entityKeys[entityIndex], rawValue: permanent)
             registry[entityIndex][permanent] = object
             reidentified.append((temporaryID, object._objectID))
+            undoManagerValue?.didReidentify(object, from: temporaryID)
         }
         let done = Set(adopted.map(\.temporary))
         temporaryKeysFromParent.removeAll { done.contains($0.key) }
@@ -245,6 +256,9 @@ extension ManagedObjectContext {
                 }
             }
         }
+        for object in gone {
+            adoptPermanentKeys(ofGone: object)
+        }
         undoManagerValue?.didSave(permanentKeys: adopted.map { ($0.temporary, $0.permanent) })
         if !reidentified.isEmpty {
             postObjectsDidChange(ObjectsDidChange(reidentified: reidentified))
@@ -258,7 +272,9 @@ extension ManagedObjectContext {
     func adoptPermanentKeys(ofGone object: ManagedObject) {
         let keys = adoptedPermanentKeys
         if let permanent = keys[object._objectID.rawValue] {
-            object._objectID = ObjectID(key: object._objectID.key, rawValue: permanent)
+            let temporaryID = object._objectID
+            object._objectID = ObjectID(key: temporaryID.key, rawValue: permanent)
+            undoManagerValue?.didReidentify(object, from: temporaryID)
         }
         func renamed(_ value: StoredValue, _ relationship: RelationshipDescription) -> StoredValue? {
             let old = RelationshipKeys.decode(value)

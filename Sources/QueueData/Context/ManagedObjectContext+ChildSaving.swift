@@ -216,12 +216,26 @@ extension ManagedObjectContext {
             // its relationships as inserted, and the links are then its changes, so that undoing
             // the push takes back its side of them along with the other side (a cascade rule
             // would otherwise delete, at the next save, objects the push only linked to it).
-            let object = ManagedObject._make(
-                entity: entity, confinement: confinement,
-                objectID: ObjectID(key: coordinator.entityKeys[insert.entityIndex], rawValue: insert.temporaryKey),
-                values: Array(values[..<attributeCount]) + entity.defaultRow[attributeCount...])
+            let unlinked = Array(values[..<attributeCount]) + entity.defaultRow[attributeCount...]
+            let object: ManagedObject
+            if let gone = instanceGoneForUndo(
+                ObjectID(key: coordinator.entityKeys[insert.entityIndex], rawValue: translated(insert.temporaryKey)))
+            {
+                // An unsaved object the child brings back after this context pushed (saved) its
+                // deletion to its own parent: this context's instance comes back, as a restore's
+                // does, so that undoing that deletion later finds it (and a second instance of
+                // the ID never exists).
+                object = gone
+                object._load(unlinked)
+                object._resetTransientAttributes()
+            } else {
+                object = ManagedObject._make(
+                    entity: entity, confinement: confinement,
+                    objectID: ObjectID(key: coordinator.entityKeys[insert.entityIndex], rawValue: insert.temporaryKey),
+                    values: unlinked)
+            }
             object._state = [.inserted, .noted, .insertedInEvent]
-            registry[insert.entityIndex][insert.temporaryKey] = object
+            registry[insert.entityIndex][object._objectID.rawValue] = object
             pendingInserts.append(object)
             changedSinceProcessing.append(object)
             undoManagerValue?.recordInsertion(object)

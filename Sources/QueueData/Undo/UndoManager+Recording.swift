@@ -277,4 +277,14 @@ extension UndoManager {
             permanentKeys[temporary] = permanent
         }
     }
+
+    /// Called when `object`, known until now as `previous`, took a permanent ID (its parent's
+    /// save gave it one, which this context adopted): the removed objects are looked up by the
+    /// keys recorded values translate to, the permanent ones, so that an undo or a child's push
+    /// finds this instance again instead of making another.
+    func didReidentify(_ object: ManagedObject, from previous: ObjectID) {
+        guard previous != object._objectID, removedObjects[previous] === object else { return }
+        removedObjects[previous] = nil
+        removedObjects[object._objectID] = object
+    }
 }
