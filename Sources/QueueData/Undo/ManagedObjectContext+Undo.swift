@@ -161,8 +161,8 @@ extension ManagedObjectContext {
     /// and without those a merged deletion's rules deleted here, while pending deletion.
     ///
     /// - Returns: The value kept, and the IDs of saved objects left out (another context
-    ///   deleted them). Inserted objects discarded, and objects pending deletion, are left out
-    ///   without being named.
+    ///   deleted them). Inserted objects discarded, and objects a merged deletion's rules
+    ///   deleted here, are left out without being named.
     func existingReferences(
         _ value: StoredValue,
         previous: StoredValue,
